@@ -1,0 +1,64 @@
+// Package rediskeys is the one place that names Redis keys and channels, because the writer
+// (which stores and publishes) and every fanout node (which subscribes and reads snapshots) must
+// agree on the scheme byte for byte.
+//
+// Every key of a post carries the post id as a hash tag ({42}), so that a post's counter, version,
+// dedup keys and channel live on one Redis Cluster slot: the like script stays single-slot and
+// sharded pub/sub (SPUBLISH) is served by the shard that owns the post.
+package rediskeys
+
+import "strings"
+
+// DefaultPrefix is prepended to every key unless configured otherwise.
+const DefaultPrefix = "likes:"
+
+// Scheme builds keys under one prefix.
+type Scheme struct {
+	Prefix string
+}
+
+// New returns a Scheme with prefix, or DefaultPrefix when prefix is empty.
+func New(prefix string) Scheme {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Scheme{Prefix: prefix}
+}
+
+func (s Scheme) post(postID, suffix string) string {
+	var b strings.Builder
+	b.Grow(len(s.Prefix) + len(postID) + len(suffix) + 2)
+	b.WriteString(s.Prefix)
+	b.WriteByte('{')
+	b.WriteString(postID)
+	b.WriteByte('}')
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// Count is the post's like counter (a string INCR/DECR'd by the like script).
+func (s Scheme) Count(postID string) string { return s.post(postID, ":count") }
+
+// Version is the post's change version: strictly increasing per post, and close to the Redis
+// server's clock in unix microseconds (max(previous+1, TIME)). It orders updates of one post and
+// is the `ts` of every published update.
+func (s Scheme) Version(postID string) string { return s.post(postID, ":ver") }
+
+// User is the dedup key that records that userID likes postID.
+func (s Scheme) User(postID, userID string) string { return s.post(postID, ":u:"+userID) }
+
+// Channel is the pub/sub channel that carries the post's updates.
+func (s Scheme) Channel(postID string) string { return s.post(postID, ":ch") }
+
+// PostFromChannel returns the post id of a channel built by Channel, and false for any other name.
+func (s Scheme) PostFromChannel(channel string) (string, bool) {
+	rest, ok := strings.CutPrefix(channel, s.Prefix+"{")
+	if !ok {
+		return "", false
+	}
+	postID, ok := strings.CutSuffix(rest, "}:ch")
+	if !ok || postID == "" {
+		return "", false
+	}
+	return postID, true
+}

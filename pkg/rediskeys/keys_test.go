@@ -1,0 +1,46 @@
+package rediskeys
+
+import "testing"
+
+func TestSchemeKeys(t *testing.T) {
+	s := New("")
+	tests := []struct {
+		name string
+		give string
+		want string
+	}{
+		{"count", s.Count("42"), "likes:{42}:count"},
+		{"version", s.Version("42"), "likes:{42}:ver"},
+		{"user", s.User("42", "alice"), "likes:{42}:u:alice"},
+		{"channel", s.Channel("42"), "likes:{42}:ch"},
+		{"prefix", New("app:").Count("a-b"), "app:{a-b}:count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.give != tt.want {
+				t.Errorf("got %q; want %q", tt.give, tt.want)
+			}
+		})
+	}
+}
+
+func TestPostFromChannel(t *testing.T) {
+	s := New("")
+	tests := []struct {
+		give   string
+		want   string
+		wantOK bool
+	}{
+		{s.Channel("42"), "42", true},
+		{s.Channel("a_b-C"), "a_b-C", true},
+		{"likes:{}:ch", "", false},
+		{"other:{42}:ch", "", false},
+		{"likes:{42}:count", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := s.PostFromChannel(tt.give)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("PostFromChannel(%q) = %q, %v; want %q, %v", tt.give, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}

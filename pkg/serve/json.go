@@ -1,0 +1,46 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// JSON writes v as a JSON reply with status.
+func JSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ErrorBody is the shape of every error reply.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// Error writes {"error": msg} with status.
+func Error(w http.ResponseWriter, status int, msg string) {
+	JSON(w, status, ErrorBody{Error: msg})
+}
+
+// Unavailable writes a 503 with Retry-After, for a dependency that is down or a node that is full.
+func Unavailable(w http.ResponseWriter, retryAfter time.Duration, msg string) {
+	secs := int(retryAfter.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	Error(w, http.StatusServiceUnavailable, msg)
+}
+
+// NotFound and MethodNotAllowed answer unknown routes in JSON, as every other error is.
+func NotFound(w http.ResponseWriter, _ *http.Request) {
+	Error(w, http.StatusNotFound, "not found")
+}
+
+// MethodNotAllowed answers a known path with the wrong method.
+func MethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+	Error(w, http.StatusMethodNotAllowed, "method not allowed")
+}

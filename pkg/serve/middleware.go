@@ -1,0 +1,99 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Recover turns a panic in a handler into a logged 500, so one bad request never takes the process
+// down. http.ErrAbortHandler is re-raised: it is net/http's way to abort a response on purpose.
+func Recover(log *zap.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				rec := recover()
+				if rec == nil {
+					return
+				}
+				if rec == http.ErrAbortHandler {
+					panic(rec)
+				}
+				log.Error("handler panic", zap.Any("panic", rec), zap.String("path", r.URL.Path), zap.Stack("stack"))
+				Error(w, http.StatusInternalServerError, "internal error")
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// RequestMetrics counts requests by route pattern, method and status, and times them.
+type RequestMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewRequestMetrics registers the request metrics in reg under namespace.
+func NewRequestMetrics(reg prometheus.Registerer, namespace string) *RequestMetrics {
+	m := &RequestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// Middleware records each request after it completes. Streams are counted when they end.
+func (m *RequestMetrics) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// statusWriter remembers the status code. It passes Hijack and Flush through (via Unwrap and
+// http.ResponseController) so streaming handlers behind it keep working.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Health mounts /healthz (the process answers) and /readyz (ready reports nil) on r.
+func Health(r chi.Router, ready func(ctx context.Context) error) {
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		JSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			Error(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			return
+		}
+		JSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
