@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binDir holds the binaries built once by TestMain.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "likes-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := 1
+	if err := buildBinaries(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+	} else {
+		code = m.Run()
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func buildBinaries(dir string) error {
+	var cmds []string
+	for _, name := range []string{"writer-svc", "fanout-svc", "loadgen"} {
+		if _, err := os.Stat(filepath.Join("..", name, "main.go")); err == nil {
+			cmds = append(cmds, "./"+name)
+		}
+	}
+	args := append([]string{"build", "-race", "-o", dir + "/"}, cmds...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
+
+// Bin returns the path of a built binary, failing the test when it was not built.
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(binDir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("binary %s was not built: %v", name, err)
+	}
+	return p
+}
+
+// Proc is one service process started by a test.
+type Proc struct {
+	Name string
+	Addr string // host:port it listens on
+	URL  string // http://host:port
+
+	t    testing.TB
+	bin  string
+	env  []string
+	logs *lockedBuffer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartWriter starts writer-svc against redisURL; env entries (KEY=VALUE) are added.
+func StartWriter(t testing.TB, redisURL string, env ...string) *Proc {
+	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL}, env...)...)
+}
+
+// StartFanout starts fanout-svc against redisURL; env entries (KEY=VALUE) are added.
+func StartFanout(t testing.TB, redisURL string, env ...string) *Proc {
+	return StartProc(t, "fanout-svc", append([]string{"REDIS_URL=" + redisURL}, env...)...)
+}
+
+// StartProc starts binary name on a free loopback port with env and waits until /healthz answers.
+// The process is stopped (SIGTERM, then SIGKILL) when the test ends.
+func StartProc(t testing.TB, name string, env ...string) *Proc {
+	t.Helper()
+	addr := FreeAddr(t)
+	p := &Proc{Name: name, Addr: addr, URL: "http://" + addr, t: t, bin: Bin(t, name), logs: &lockedBuffer{}}
+	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn"), env...)
+	p.start()
+	t.Cleanup(func() {
+		p.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("%s logs (tail):\n%s", name, p.logs.Tail(4000))
+		}
+	})
+	return p
+}
+
+func (p *Proc) start() {
+	p.t.Helper()
+	cmd := exec.Command(p.bin)
+	cmd.Env = p.env
+	cmd.Stdout = p.logs
+	cmd.Stderr = p.logs
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("start %s: %v", p.Name, err)
+	}
+	done := make(chan struct{})
+	go func() { // exits when the process exits
+		_ = cmd.Wait()
+		close(done)
+	}()
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+	WaitFor(p.t, 15*time.Second, func() bool {
+		select {
+		case <-done:
+			p.t.Fatalf("%s exited at start:\n%s", p.Name, p.logs.Tail(4000))
+		default:
+		}
+		resp, err := http.Get(p.URL + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, p.Name+" /healthz")
+}
+
+// Stop sends SIGTERM and waits up to grace for a graceful exit, then kills. It reports whether the
+// process exited by itself within grace.
+func (p *Proc) Stop(grace time.Duration) bool {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+		return false
+	}
+}
+
+// Kill ends the process with SIGKILL, as a crash would.
+func (p *Proc) Kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// Restart starts the process again on the same address with the same environment.
+func (p *Proc) Restart() {
+	p.t.Helper()
+	p.Kill()
+	p.start()
+}
+
+// Logs returns what the process printed so far.
+func (p *Proc) Logs() string { return p.logs.Tail(1 << 20) }
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// WaitFor polls cond until it holds or timeout passes, then fails the test naming what.
+func WaitFor(t testing.TB, timeout time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockedBuffer collects process output from two pipes safely.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *lockedBuffer) Tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.buf) > n {
+		return string(b.buf[len(b.buf)-n:])
+	}
+	return string(b.buf)
+}
+
+var _ io.Writer = (*lockedBuffer)(nil)
+
+// doRequest sends method to url with the user header and returns status and body.
+func doRequest(t testing.TB, method, url, user string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.Header.Set("X-User-ID", user)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(body))
+}
