@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/redisconn"
+	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/writer-svc/internal/auth"
+	"github.com/likes/likes/writer-svc/internal/like"
+	"github.com/likes/likes/writer-svc/internal/ratelimit"
+)
+
+// metricsNamespace prefixes every writer metric.
+const metricsNamespace = "likes_writer"
+
+// app is writer-svc assembled: the Redis client it owns and the HTTP handler.
+type app struct {
+	rdb     redis.UniversalClient
+	store   *like.Store
+	handler http.Handler
+}
+
+// newApp builds the writer from cfg. Anything started in the background (the JWKS refresh)
+// belongs to ctx. The caller closes the app.
+func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
+	rdb, err := redisconn.New(cfg.Redis)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{rdb: rdb}
+	keys := rediskeys.New(cfg.Redis.KeyPrefix)
+	a.store = like.NewStore(rdb, keys, cfg.Redis.Cluster())
+	identify, err := newIdentifier(ctx, cfg.Auth, log)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	var limit like.Limiter
+	var limiter *ratelimit.Limiter
+	if !cfg.LikeRate.Off() {
+		limiter = ratelimit.New(rdb, keys.Prefix+"rate:", cfg.LikeRate)
+		limit = limiter
+	}
+	warmUp(ctx, a.store, limiter, log)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	likes := like.NewHandler(like.Options{
+		Store: a.store, Identify: identify, Limit: limit,
+		Metrics: like.NewMetrics(reg, metricsNamespace), Log: log, Timeout: cfg.RequestTimeout,
+	})
+	a.handler = newRouter(routerDeps{
+		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins,
+	})
+	return a, nil
+}
+
+func (a *app) close() error { return a.rdb.Close() }
+
+// warmUp checks Redis and loads the scripts. Failure is logged, not fatal: the writer starts
+// unready (/readyz says 503) and serves as soon as Redis is back, and the scripts load themselves
+// through go-redis' EVAL fallback. That keeps start order free in Compose and Kubernetes.
+func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := store.Ping(ctx)
+	if err == nil {
+		err = store.Load(ctx)
+	}
+	if err == nil && limiter != nil {
+		err = limiter.Load(ctx)
+	}
+	if err != nil {
+		log.Warn("redis not ready at start; serving 503 until it is", zap.Error(err))
+	}
+}
+
+// newIdentifier returns the configured way to tell who a request acts for.
+func newIdentifier(ctx context.Context, cfg AuthConfig, log *zap.Logger) (auth.Identifier, error) {
+	if !cfg.Enabled() {
+		log.Info("no token auth configured: trusting the X-User-ID header; expose only behind a gateway that sets it")
+		return auth.Header{}, nil
+	}
+	o := auth.TokenOptions{Audience: cfg.Audience, Issuer: cfg.Issuer}
+	if cfg.JWTSecret != "" {
+		o.Secret = []byte(cfg.JWTSecret)
+	}
+	if cfg.JWKSURL != "" {
+		keys, err := auth.NewJWKS(ctx, auth.JWKSOptions{URL: cfg.JWKSURL, Refresh: cfg.JWKSRefresh}, log)
+		if err != nil {
+			return nil, err
+		}
+		o.Keys = keys
+	}
+	t, err := auth.NewToken(o)
+	if err != nil {
+		return nil, fmt.Errorf("token auth: %w", err)
+	}
+	return t, nil
+}

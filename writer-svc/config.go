@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/likes/likes/pkg/envflag"
+	"github.com/likes/likes/pkg/redisconn"
+	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/writer-svc/internal/ratelimit"
+)
+
+// Config is writer-svc's whole configuration, read once from flags and environment.
+type Config struct {
+	Serve          serve.Options
+	Redis          redisconn.Config
+	LogLevel       string
+	RequestTimeout time.Duration
+	CORSOrigins    []string
+	LikeRate       ratelimit.Rate
+	Auth           AuthConfig
+}
+
+// AuthConfig selects how users are identified; all empty means "trust X-User-ID".
+type AuthConfig struct {
+	JWTSecret   string
+	JWKSURL     string
+	JWKSRefresh time.Duration
+	Audience    string
+	Issuer      string
+}
+
+// Enabled reports whether bearer tokens are required.
+func (a AuthConfig) Enabled() bool { return a.JWTSecret != "" || a.JWKSURL != "" }
+
+// minSecretLen is the HS256 key size RFC 7518 §3.2 requires (the hash output, 256 bits).
+const minSecretLen = 32
+
+const usageHeader = `Usage: writer-svc [flags]
+
+writer-svc records likes in Redis and publishes each change to the post's channel.
+Every flag can also be set by the environment variable named after it; a flag wins.
+
+API: POST and DELETE /like/{postID} (user in X-User-ID, or a bearer JWT when auth is on),
+GET /count/{postID}, /healthz, /readyz, /metrics.
+
+Without AUTH_JWT_SECRET or AUTH_JWKS_URL the X-User-ID header is trusted: run the writer only
+behind a gateway that authenticates users and sets that header, never exposed directly.
+
+Flags:
+`
+
+// loadConfig parses args (args[0] is the program name) with getenv for defaults. It returns
+// flag.ErrHelp after printing usage for -h/--help.
+func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	var c Config
+	var likeRate string
+	set := envflag.New("writer-svc", getenv, out)
+	set.FS.Usage = func() {
+		fmt.Fprint(out, usageHeader)
+		set.FS.PrintDefaults()
+	}
+	c.Serve.Register(set, ":8080")
+	set.Duration(&c.Serve.ReadTimeout, "read-timeout", "READ_TIMEOUT", 10*time.Second, "time allowed to read a whole request")
+	set.Duration(&c.Serve.WriteTimeout, "write-timeout", "WRITE_TIMEOUT", 10*time.Second, "time allowed to write a response (must exceed the request timeout)")
+	c.Redis.Register(set)
+	set.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	set.Duration(&c.RequestTimeout, "request-timeout", "REQUEST_TIMEOUT", 2*time.Second, "time allowed for one request's Redis work; past it the client gets 503 with Retry-After")
+	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
+	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration such as "1/3s" (empty: off)`)
+	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
+	set.String(&c.Auth.JWKSURL, "auth-jwks-url", "AUTH_JWKS_URL", "", "JWKS URL of the identity provider; when set, a bearer JWT (RS/PS/ES/EdDSA) is required and the user is its sub claim")
+	set.Duration(&c.Auth.JWKSRefresh, "auth-jwks-refresh", "AUTH_JWKS_REFRESH", 15*time.Minute, "how often the JWKS is refetched (an unknown key id also refetches, at most every 10s)")
+	set.String(&c.Auth.Audience, "auth-jwt-audience", "AUTH_JWT_AUDIENCE", "", "required aud claim of tokens (empty: not checked)")
+	set.String(&c.Auth.Issuer, "auth-jwt-issuer", "AUTH_JWT_ISSUER", "", "required iss claim of tokens (empty: not checked)")
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	if err := set.Parse(args); err != nil {
+		return Config{}, err
+	}
+	rate, err := ratelimit.ParseRate(likeRate)
+	if err != nil {
+		return Config{}, fmt.Errorf("like rate: %w", err)
+	}
+	c.LikeRate = rate
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.RequestTimeout <= 0:
+		return errors.New("request timeout must be positive")
+	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:
+		return fmt.Errorf("write timeout %s must exceed the request timeout %s", c.Serve.WriteTimeout, c.RequestTimeout)
+	case c.Auth.JWTSecret != "" && len(c.Auth.JWTSecret) < minSecretLen:
+		return fmt.Errorf("auth jwt secret must be at least %d bytes", minSecretLen)
+	case c.Auth.JWKSURL != "" && c.Auth.JWKSRefresh <= 0:
+		return errors.New("jwks refresh interval must be positive")
+	}
+	if c.Auth.JWKSURL != "" {
+		u, err := url.Parse(c.Auth.JWKSURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("auth jwks url %q must be an absolute http(s) URL", c.Auth.JWKSURL)
+		}
+	}
+	return nil
+}

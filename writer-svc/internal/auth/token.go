@@ -1,0 +1,115 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/likes/likes/pkg/ids"
+)
+
+// Token requires a bearer JWT and takes the user id from its `sub` claim. It accepts HS256 tokens
+// signed with a shared secret and asymmetric tokens (RS*, PS*, ES*, EdDSA) whose key is in a JWKS,
+// whichever of the two are configured. Unsigned tokens (alg "none") are never accepted: the
+// parser only allows the listed methods, and only real keys are ever returned for them.
+type Token struct {
+	secret []byte
+	keys   KeySet
+	parser *jwt.Parser
+}
+
+var _ Identifier = (*Token)(nil)
+
+// KeySet finds the public key a JWKS publishes under a key id for an algorithm.
+type KeySet interface {
+	Key(ctx context.Context, kid, alg string) (any, error)
+}
+
+// TokenOptions configures a Token. At least one of Secret and Keys must be set.
+type TokenOptions struct {
+	Secret   []byte // HS256 shared secret
+	Keys     KeySet // JWKS keys for asymmetric algorithms
+	Audience string // required `aud` when not empty
+	Issuer   string // required `iss` when not empty
+}
+
+// Algorithms accepted from a JWKS; HMAC is accepted only with the configured secret.
+var asymmetricAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// NewToken returns a Token verifier.
+func NewToken(o TokenOptions) (*Token, error) {
+	var methods []string
+	if len(o.Secret) > 0 {
+		methods = append(methods, jwt.SigningMethodHS256.Alg())
+	}
+	if o.Keys != nil {
+		methods = append(methods, asymmetricAlgs...)
+	}
+	if len(methods) == 0 {
+		return nil, errors.New("token auth needs a secret or a key set")
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(methods), jwt.WithExpirationRequired()}
+	if o.Audience != "" {
+		opts = append(opts, jwt.WithAudience(o.Audience))
+	}
+	if o.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(o.Issuer))
+	}
+	return &Token{secret: o.Secret, keys: o.Keys, parser: jwt.NewParser(opts...)}, nil
+}
+
+// UserID verifies the request's bearer token and returns its subject.
+func (t *Token) UserID(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		return "", fmt.Errorf("%w: more than one Authorization header", ErrUnauthenticated)
+	}
+	var header string
+	if len(values) == 1 {
+		header = values[0]
+	}
+	raw, err := ParseBearer(header)
+	if err != nil {
+		return "", err
+	}
+	return t.Verify(r.Context(), raw)
+}
+
+// Verify checks raw's signature, expiry (required) and, when configured, audience and issuer,
+// and returns its `sub`, which must be a valid user id.
+func (t *Token) Verify(ctx context.Context, raw string) (string, error) {
+	var claims jwt.RegisteredClaims
+	_, err := t.parser.ParseWithClaims(raw, &claims, func(tok *jwt.Token) (any, error) {
+		return t.key(ctx, tok)
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+	}
+	if err := ids.ValidUserID(claims.Subject); err != nil {
+		return "", fmt.Errorf("%w: token subject: %v", ErrUnauthenticated, err)
+	}
+	return claims.Subject, nil
+}
+
+// key returns the verification key for tok's algorithm. The parser has already refused any
+// algorithm outside the configured list, so "none" never reaches here.
+func (t *Token) key(ctx context.Context, tok *jwt.Token) (any, error) {
+	alg := tok.Method.Alg()
+	if alg == jwt.SigningMethodHS256.Alg() {
+		if len(t.secret) == 0 {
+			return nil, errors.New("HS256 tokens are not accepted")
+		}
+		return t.secret, nil
+	}
+	if t.keys == nil {
+		return nil, fmt.Errorf("%s tokens are not accepted", alg)
+	}
+	kid, _ := tok.Header["kid"].(string)
+	if kid == "" {
+		return nil, errors.New("token has no kid")
+	}
+	return t.keys.Key(ctx, kid, alg)
+}

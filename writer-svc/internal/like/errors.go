@@ -1,0 +1,58 @@
+package like
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/ids"
+	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/writer-svc/internal/auth"
+)
+
+// retryAfterUnavailable is what a client is told to wait when Redis failed: short, because the
+// dedup key makes a retried like safe and most outages are a failover or a restart.
+const retryAfterUnavailable = time.Second
+
+// limitedError is a like refused by the rate limit.
+type limitedError struct {
+	retryAfter time.Duration
+}
+
+func (e *limitedError) Error() string {
+	return fmt.Sprintf("too many likes: retry in %s", e.retryAfter.Round(time.Millisecond))
+}
+
+// fail answers err with its status: this is the one place errors become HTTP statuses. Anything
+// not recognised as the client's fault is a storage failure and gets 503, never a 200.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var limited *limitedError
+	switch {
+	case errors.Is(err, ids.ErrPostID), errors.Is(err, ids.ErrUserID),
+		errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrManyUsers):
+		serve.Error(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, auth.ErrUnauthenticated):
+		h.metrics.AuthFailure.Inc()
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		serve.Error(w, http.StatusUnauthorized, err.Error())
+	case errors.As(err, &limited):
+		h.metrics.RateLimited.Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(limited.retryAfter)))
+		serve.Error(w, http.StatusTooManyRequests, err.Error())
+	default:
+		h.metrics.RedisErrors.Inc()
+		h.log.Warn("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.NamedError("context", r.Context().Err()), zap.Error(err))
+		serve.Unavailable(w, retryAfterUnavailable, "storage unavailable, retry")
+	}
+}
+
+// ceilSeconds rounds d up to whole seconds, at least 1, as Retry-After wants.
+func ceilSeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}

@@ -1,0 +1,151 @@
+package like
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/ids"
+	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/writer-svc/internal/auth"
+)
+
+const (
+	opLike   = "like"
+	opUnlike = "unlike"
+)
+
+// Limiter decides whether a user may like now; a positive duration is how long to wait.
+type Limiter interface {
+	Allow(ctx context.Context, user string) (time.Duration, error)
+}
+
+// Handler serves the like API.
+type Handler struct {
+	store    *Store
+	identify auth.Identifier
+	limit    Limiter
+	metrics  *Metrics
+	log      *zap.Logger
+	timeout  time.Duration
+}
+
+// Options are a Handler's dependencies. Limit may be nil (no rate limit).
+type Options struct {
+	Store    *Store
+	Identify auth.Identifier
+	Limit    Limiter
+	Metrics  *Metrics
+	Log      *zap.Logger
+	// Timeout bounds each request's work, Redis included; past it the client gets a 503.
+	Timeout time.Duration
+}
+
+// NewHandler returns a Handler.
+func NewHandler(o Options) *Handler {
+	return &Handler{store: o.Store, identify: o.Identify, limit: o.Limit, metrics: o.Metrics, log: o.Log, timeout: o.Timeout}
+}
+
+// Routes mounts the like API on r.
+func (h *Handler) Routes(r chi.Router) {
+	r.Post("/like/{postID}", h.like)
+	r.Delete("/like/{postID}", h.unlike)
+	r.Get("/count/{postID}", h.count)
+}
+
+// likeReply is the body of a like or unlike; Liked is whether this request added the like.
+type likeReply struct {
+	PostID string `json:"post_id"`
+	Count  int64  `json:"count"`
+	Liked  bool   `json:"liked"`
+}
+
+type countReply struct {
+	PostID string `json:"post_id"`
+	Count  int64  `json:"count"`
+}
+
+func (h *Handler) like(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	r = r.WithContext(ctx)
+	post, user, err := h.parse(r)
+	if err == nil {
+		err = h.allow(ctx, user)
+	}
+	var res Result
+	if err == nil {
+		res, err = h.store.Like(ctx, post, user)
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.metrics.record(opLike, res)
+	serve.JSON(w, http.StatusOK, likeReply{PostID: post, Count: res.Count, Liked: res.Changed})
+}
+
+func (h *Handler) unlike(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	r = r.WithContext(ctx)
+	post, user, err := h.parse(r)
+	var res Result
+	if err == nil {
+		res, err = h.store.Unlike(ctx, post, user)
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.metrics.record(opUnlike, res)
+	serve.JSON(w, http.StatusOK, likeReply{PostID: post, Count: res.Count, Liked: false})
+}
+
+func (h *Handler) count(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	post := chi.URLParam(r, "postID")
+	if err := ids.ValidPostID(post); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	n, err := h.store.Count(ctx, post)
+	if err != nil {
+		h.fail(w, r.WithContext(ctx), err)
+		return
+	}
+	serve.JSON(w, http.StatusOK, countReply{PostID: post, Count: n})
+}
+
+// parse validates the post id first (it costs nothing) and then identifies the user.
+func (h *Handler) parse(r *http.Request) (post, user string, err error) {
+	post = chi.URLParam(r, "postID")
+	if err := ids.ValidPostID(post); err != nil {
+		return "", "", err
+	}
+	user, err = h.identify.UserID(r)
+	if err != nil {
+		return "", "", err
+	}
+	return post, user, nil
+}
+
+// allow applies the per-user rate limit. Only likes are limited: an unlike of a post not liked
+// changes nothing, so like/unlike churn is bounded by the like limit.
+func (h *Handler) allow(ctx context.Context, user string) error {
+	if h.limit == nil {
+		return nil
+	}
+	wait, err := h.limit.Allow(ctx, user)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		return &limitedError{retryAfter: wait}
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package like
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics count what the writer did with likes. Request counts and latencies come from
+// serve.RequestMetrics; these say what the requests changed.
+type Metrics struct {
+	Likes       prometheus.Counter
+	Unlikes     prometheus.Counter
+	Duplicates  *prometheus.CounterVec
+	Publishes   prometheus.Counter
+	RateLimited prometheus.Counter
+	AuthFailure prometheus.Counter
+	RedisErrors prometheus.Counter
+}
+
+// NewMetrics registers the like metrics in reg under namespace.
+func NewMetrics(reg prometheus.Registerer, namespace string) *Metrics {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+	}
+	m := &Metrics{
+		Likes:   counter("likes_total", "Likes stored (new for their user and post)."),
+		Unlikes: counter("unlikes_total", "Likes removed."),
+		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "duplicates_total",
+			Help: "Requests that changed nothing: a repeated like, or an unlike of a post not liked.",
+		}, []string{"op"}),
+		Publishes:   counter("publishes_total", "Updates published to a post's channel."),
+		RateLimited: counter("rate_limited_total", "Likes refused with 429 by the per-user rate limit."),
+		AuthFailure: counter("auth_failures_total", "Requests refused with 401."),
+		RedisErrors: counter("redis_errors_total", "Requests answered 503 because Redis failed or timed out."),
+	}
+	reg.MustRegister(m.Likes, m.Unlikes, m.Duplicates, m.Publishes, m.RateLimited, m.AuthFailure, m.RedisErrors)
+	return m
+}
+
+func (m *Metrics) record(op string, r Result) {
+	if !r.Changed {
+		m.Duplicates.WithLabelValues(op).Inc()
+		return
+	}
+	m.Publishes.Inc()
+	if op == opLike {
+		m.Likes.Inc()
+	} else {
+		m.Unlikes.Inc()
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/cors"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/writer-svc/internal/like"
+)
+
+// routerDeps are what the router serves.
+type routerDeps struct {
+	log         *zap.Logger
+	registry    *prometheus.Registry
+	ready       func(context.Context) error
+	likes       *like.Handler
+	corsOrigins []string
+}
+
+// corsMaxAge lets browsers cache a preflight answer for ten minutes.
+const corsMaxAge = 600
+
+// newRouter returns the writer's HTTP handler. Metrics wrap recovery so a recovered panic is
+// counted as the 500 it became; CORS answers preflights before routing, because chi would
+// otherwise reply 405 to an OPTIONS request.
+func newRouter(d routerDeps) http.Handler {
+	r := chi.NewRouter()
+	r.Use(serve.NewRequestMetrics(d.registry, metricsNamespace).Middleware, serve.Recover(d.log))
+	if len(d.corsOrigins) > 0 {
+		r.Use(cors.Handler(cors.Options{
+			AllowedOrigins: d.corsOrigins,
+			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodDelete},
+			AllowedHeaders: []string{"X-User-ID", "Authorization", "Content-Type"},
+			ExposedHeaders: []string{"Retry-After"},
+			MaxAge:         corsMaxAge,
+		}))
+	}
+	r.NotFound(serve.NotFound)
+	r.MethodNotAllowed(serve.MethodNotAllowed)
+	serve.Health(r, d.ready)
+	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))
+	d.likes.Routes(r)
+	return r
+}

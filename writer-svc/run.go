@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/logging"
+	"github.com/likes/likes/pkg/serve"
+)
+
+// run starts writer-svc and serves until ctx is done or SIGINT/SIGTERM arrives, then lets
+// in-flight requests finish (up to the shutdown timeout) and returns nil.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := loadConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := logging.New("writer-svc", cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+
+	ln, err := serve.Listen(cfg.Serve)
+	if err != nil {
+		return err
+	}
+	srv := serve.NewServer(cfg.Serve, a.handler, log)
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Bool("cluster", cfg.Redis.Cluster()),
+		zap.Bool("token_auth", cfg.Auth.Enabled()), zap.Stringer("like_rate", cfg.LikeRate))
+	err = serve.Serve(ctx, srv, ln, cfg.Serve.ShutdownTimeout)
+	log.Info("stopped", zap.Error(err))
+	return err
+}
