@@ -1,0 +1,220 @@
+package web
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// get serves one request through a real HTTP server, so headers are what a browser would see.
+func get(t *testing.T, srv *httptest.Server, method, path string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return resp, string(body)
+}
+
+func newServer(t *testing.T, cfg Config) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(Handler(cfg))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+var configBlock = regexp.MustCompile(`(?s)<script type="application/json" id="likes-config">(.*?)</script>`)
+
+// pageConfig extracts and decodes the configuration the page would read.
+func pageConfig(t *testing.T, page string) Config {
+	t.Helper()
+	m := configBlock.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("page has no likes-config block:\n%s", page)
+	}
+	var got Config
+	if err := json.Unmarshal([]byte(m[1]), &got); err != nil {
+		t.Fatalf("config block %q is not JSON: %v", m[1], err)
+	}
+	return got
+}
+
+func TestPageServesConfiguration(t *testing.T) {
+	srv := newServer(t, Config{WriterURL: "http://127.0.0.1:8080/", Posts: []string{"42", "launch-day"}})
+	resp, page := get(t, srv, http.MethodGet, "/", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET / status = %d; want 200", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type = %q; want text/html; charset=utf-8", ct)
+	}
+	want := Config{WriterURL: "http://127.0.0.1:8080", Posts: []string{"42", "launch-day"}}
+	if got := pageConfig(t, page); !reflect.DeepEqual(got, want) {
+		t.Errorf("page config = %+v; want %+v (trailing slash trimmed)", got, want)
+	}
+	csp := resp.Header.Get("Content-Security-Policy")
+	for _, part := range []string{"script-src 'self'", "connect-src 'self' http://127.0.0.1:8080;", "default-src 'none'"} {
+		if !strings.Contains(csp, part) {
+			t.Errorf("Content-Security-Policy = %q; want it to contain %q", csp, part)
+		}
+	}
+	if got := resp.Header.Get("Cache-Control"); got != "no-cache" {
+		t.Errorf("page Cache-Control = %q; want no-cache", got)
+	}
+}
+
+func TestPageConfigCannotEscapeItsElement(t *testing.T) {
+	hostile := `</script><script>alert(1)</script><!--&'"` + "\u2028"
+	cfg := Config{WriterURL: "http://w.example/" + hostile, Posts: []string{hostile, "ok"}, Token: hostile}
+	_, page := get(t, newServer(t, cfg), http.MethodGet, "/", nil)
+	if n := strings.Count(page, "<script"); n != 2 {
+		t.Errorf("page has %d <script elements; want 2 (config block and app.js)", n)
+	}
+	if strings.Contains(page, "alert(1)</script>") || strings.Contains(page, "<!--&") {
+		t.Errorf("hostile text appears unescaped in the page:\n%s", page)
+	}
+	got := pageConfig(t, page)
+	if want := cfg.normalized(); !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded config = %+v; want %+v (the exact values, escaped only in transit)", got, want)
+	}
+}
+
+func TestPageWithoutWriterURLAllowsOnlyOwnOrigin(t *testing.T) {
+	resp, page := get(t, newServer(t, Config{Posts: []string{"1"}}), http.MethodGet, "/", nil)
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self';") {
+		t.Errorf("Content-Security-Policy = %q; want connect-src 'self' only", csp)
+	}
+	if got := pageConfig(t, page); got.WriterURL != "" || got.Token != "" {
+		t.Errorf("page config = %+v; want empty writer URL and token", got)
+	}
+	if strings.Contains(page, `"token":`) {
+		t.Errorf("page mentions a token though none is configured")
+	}
+}
+
+// assetURLs returns the versioned asset URLs the page links to, by file name.
+func assetURLs(t *testing.T, page string) map[string]string {
+	t.Helper()
+	urls := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?:src|href)="(assets/([a-z]+\.[a-z]+)\?v=[0-9a-f]+)"`).FindAllStringSubmatch(page, -1) {
+		urls[m[2]] = "/" + m[1]
+	}
+	return urls
+}
+
+func TestAssetsHaveTheirContentTypes(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	_, page := get(t, srv, http.MethodGet, "/", nil)
+	urls := assetURLs(t, page)
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: "app.js", want: "text/javascript; charset=utf-8"},
+		{give: "style.css", want: "text/css; charset=utf-8"},
+		{give: "favicon.svg", want: "image/svg+xml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			url, ok := urls[tt.give]
+			if !ok {
+				t.Fatalf("page does not link %s; links %v", tt.give, urls)
+			}
+			resp, body := get(t, srv, http.MethodGet, url, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s status = %d; want 200", url, resp.StatusCode)
+			}
+			if got := resp.Header.Get("Content-Type"); got != tt.want {
+				t.Errorf("Content-Type = %q; want %q", got, tt.want)
+			}
+			if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options = %q; want nosniff", got)
+			}
+			if got := resp.Header.Get("Cache-Control"); !strings.Contains(got, "immutable") {
+				t.Errorf("versioned URL Cache-Control = %q; want immutable", got)
+			}
+			if len(body) == 0 {
+				t.Errorf("GET %s body is empty", url)
+			}
+		})
+	}
+}
+
+func TestAssetRevalidation(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	resp, _ := get(t, srv, http.MethodGet, "/assets/app.js", nil)
+	if got := resp.Header.Get("Cache-Control"); got != "no-cache" {
+		t.Errorf("unversioned Cache-Control = %q; want no-cache", got)
+	}
+	etag := resp.Header.Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag on /assets/app.js")
+	}
+	again, body := get(t, srv, http.MethodGet, "/assets/app.js", map[string]string{"If-None-Match": etag})
+	if again.StatusCode != http.StatusNotModified || body != "" {
+		t.Errorf("revalidation: status %d, %d bytes; want 304 and no body", again.StatusCode, len(body))
+	}
+}
+
+func TestUnknownPathsAndMethods(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	tests := []struct {
+		method, path string
+		wantStatus   int
+		wantError    string
+	}{
+		{http.MethodGet, "/index.html", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/assets/", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/assets/missing.js", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/assets/../index.html", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/static/index.html", http.StatusNotFound, "not found"},
+		{http.MethodPost, "/", http.StatusMethodNotAllowed, "method not allowed"},
+		{http.MethodDelete, "/assets/app.js", http.StatusMethodNotAllowed, "method not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			resp, body := get(t, srv, tt.method, tt.path, nil)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d; want %d", resp.StatusCode, tt.wantStatus)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q; want application/json", ct)
+			}
+			var got struct{ Error string }
+			if err := json.Unmarshal([]byte(body), &got); err != nil || got.Error != tt.wantError {
+				t.Errorf("body = %q; want {\"error\":%q}", body, tt.wantError)
+			}
+			if tt.wantStatus == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("Allow = %q; want GET, HEAD", resp.Header.Get("Allow"))
+			}
+		})
+	}
+}
+
+func TestHeadServesHeadersOnly(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	resp, body := get(t, srv, http.MethodHead, "/", nil)
+	if resp.StatusCode != http.StatusOK || body != "" {
+		t.Errorf("HEAD /: status %d, %d body bytes; want 200 and none", resp.StatusCode, len(body))
+	}
+	if resp.ContentLength <= 0 {
+		t.Errorf("HEAD / Content-Length = %d; want the page's size", resp.ContentLength)
+	}
+}
