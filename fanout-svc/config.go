@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/stream"
+	"github.com/likes/likes/fanout-svc/internal/web"
+	"github.com/likes/likes/pkg/envflag"
+	"github.com/likes/likes/pkg/redisconn"
+	"github.com/likes/likes/pkg/serve"
+)
+
+// fdHeadroom is what max-conns leaves of the open-file limit for Redis, listeners and accepts.
+const fdHeadroom = 256
+
+// config is fanout-svc's whole configuration, read once from flags and environment.
+type config struct {
+	Serve       serve.Options
+	Redis       redisconn.Config
+	Hub         hub.Config
+	Stream      stream.Config
+	Page        web.Config
+	LogLevel    string
+	DrainWindow time.Duration
+	trusted     []string
+}
+
+func loadConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	var c config
+	s := envflag.New("fanout-svc", getenv, out)
+	c.Serve.Register(s, ":8090")
+	c.Redis.Register(s)
+	s.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	s.Int(&c.Stream.MaxConns, "max-conns", "MAX_CONNS", defaultMaxConns(), "viewers this node admits; more get 503 + Retry-After (default: open-file limit minus headroom)")
+	s.Int(&c.Stream.MaxPosts, "max-posts", "MAX_POSTS_PER_STREAM", 64, "posts one stream may follow (at most 64)")
+	s.Duration(&c.Stream.Retry, "retry", "SSE_RETRY", 2*time.Second, "reconnect delay sent to viewers as retry:, jittered up to +50%")
+	s.Int(&c.Stream.MaxPerSource, "max-viewers-per-ip", "MAX_VIEWERS_PER_IP", 0, "viewers per client address; 0 = no limit")
+	s.List(&c.trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-IP limits")
+	s.Int(&c.Hub.Shards, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
+	s.Duration(&c.Hub.FlushWindow, "flush-window", "FLUSH_WINDOW", 0, "batch each viewer's frames over this window into one write; 0 = write at once")
+	s.Float(&c.Hub.PostRate, "post-rate", "POST_RATE_LIMIT", 0, "max updates per second per post sent to viewers (newest wins); 0 = every update")
+	s.Duration(&c.Hub.Heartbeat, "heartbeat", "HEARTBEAT_INTERVAL", 15*time.Second, "idle viewers get a ': ping' comment this often")
+	s.Duration(&c.Hub.StallTimeout, "stall-timeout", "STALL_TIMEOUT", 60*time.Second, "drop a viewer whose socket has not drained for this long; 0 = never")
+	s.Duration(&c.Hub.UnsubscribeGrace, "unsubscribe-grace", "UNSUBSCRIBE_GRACE", 5*time.Second, "keep a post's subscription this long after its last viewer left")
+	s.Duration(&c.DrainWindow, "drain-window", "DRAIN_WINDOW", 5*time.Second, "on SIGTERM, close viewers spread over this window")
+	s.String(&c.Page.WriterURL, "writer-public-url", "WRITER_PUBLIC_URL", "http://localhost:8080", "writer URL the web page sends likes to (as a browser reaches it)")
+	var pagePosts []string
+	s.List(&pagePosts, "page-posts", "PAGE_POSTS", "1,2,3,4", "posts shown on the web page")
+	s.String(&c.Page.Token, "page-token", "PAGE_TOKEN", "", "development bearer token the page sends instead of X-User-ID")
+	if err := s.Parse(args[1:]); err != nil {
+		return c, err
+	}
+	c.Page.Posts = pagePosts
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	var err error
+	if c.Stream.TrustedProxies, err = stream.ParsePrefixes(c.trusted); err != nil {
+		return fmt.Errorf("trusted proxies: %w", err)
+	}
+	if c.Stream.MaxPosts < 1 || c.Stream.MaxPosts > 64 {
+		return errors.New("max-posts must be 1-64")
+	}
+	if c.Stream.MaxConns < 1 {
+		return errors.New("max-conns must be positive")
+	}
+	if c.Stream.Retry < 0 || c.Hub.FlushWindow < 0 || c.Hub.PostRate < 0 {
+		return errors.New("retry, flush-window and post-rate must not be negative")
+	}
+	if err := c.Page.Validate(); err != nil {
+		return fmt.Errorf("page: %w", err)
+	}
+	return nil
+}
+
+// defaultMaxConns is the open-file limit minus headroom: past it accept() would fail with EMFILE,
+// which a client sees as a hang; a 503 sends it elsewhere at once.
+func defaultMaxConns() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Max == unix.RLIM_INFINITY {
+		return 100_000
+	}
+	return max(int(lim.Max)-fdHeadroom, 1)
+}
+

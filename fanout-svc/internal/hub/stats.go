@@ -1,0 +1,39 @@
+package hub
+
+import "sync/atomic"
+
+// Stats are the hub's counters, read by the metrics endpoint. Shards add to them once per loop
+// iteration, not once per viewer, so counting costs nothing on the hot path.
+type Stats struct {
+	Viewers      atomic.Int64 // connected viewers
+	Updates      atomic.Int64 // updates accepted by Publish
+	Stale        atomic.Int64 // updates dropped as older than what the hub had
+	FramesSent   atomic.Int64 // frames handed to sockets in full
+	Conflated    atomic.Int64 // frames a viewer skipped because a newer one replaced them
+	Writes       atomic.Int64 // write(2) calls
+	WriteErrors  atomic.Int64 // viewers dropped on a write error
+	Disconnects  atomic.Int64 // viewers gone (EOF, error, stall, drain)
+	Stalled      atomic.Int64 // viewers dropped because their socket did not drain in time
+	Heartbeats   atomic.Int64 // pings sent
+	BytesWritten atomic.Int64
+}
+
+// counts is a shard's local tally, flushed into Stats once per loop iteration.
+type counts struct {
+	framesSent, conflated, writes, writeErrors, disconnects, stalled, heartbeats, bytes int64
+}
+
+func (c *counts) flushTo(s *Stats) {
+	if *c == (counts{}) {
+		return
+	}
+	s.FramesSent.Add(c.framesSent)
+	s.Conflated.Add(c.conflated)
+	s.Writes.Add(c.writes)
+	s.WriteErrors.Add(c.writeErrors)
+	s.Disconnects.Add(c.disconnects)
+	s.Stalled.Add(c.stalled)
+	s.Heartbeats.Add(c.heartbeats)
+	s.BytesWritten.Add(c.bytes)
+	*c = counts{}
+}

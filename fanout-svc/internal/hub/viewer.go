@@ -1,0 +1,76 @@
+package hub
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/update"
+)
+
+// viewer is one SSE connection after it left net/http. It is owned by one shard goroutine and
+// touched by no other, so it has no lock.
+type viewer struct {
+	fd    int
+	conn  net.Conn // kept so the runtime does not close the descriptor; closed on removal
+	multi bool
+	slots []slot // one per post of the stream, at most 64
+
+	// pending is the unwritten rest of the last write; while it is non-empty the socket is full
+	// and new updates only set dirty bits. Bounded by one batch of frames.
+	pending      []byte
+	dirty        uint64 // posts (slot bits) whose newest frame is owed once the socket drains
+	winDirty     uint64 // multi-post viewers: posts with frames in the current flush window
+	blockedSince int64
+	lastWrite    int64
+	inWinList    bool
+	doomed       bool
+	onClose      func()
+}
+
+// slot links a viewer to one of its posts in the shard.
+type slot struct {
+	sp   *shardPost
+	idx  int   // position of this viewer in sp.members
+	sent int64 // version of the newest frame of this post given to the socket
+}
+
+func (v *viewer) blocked() bool { return len(v.pending) > 0 }
+
+// member is one entry of a post's viewer list: the viewer and which of its slots the post is.
+type member struct {
+	v    *viewer
+	slot int
+}
+
+// shardPost is a post as one shard sees it: its local viewers and what was last sent to them.
+type shardPost struct {
+	post    *Post
+	current *frame // the newest frame this shard has processed
+	members []member
+	nMulti  int
+	gone    bool // no viewers left; dropped from the shard
+
+	// Flush window: frames of this post since the window opened, in both id forms.
+	inWindow   bool
+	winSingle  []byte
+	winMulti   []byte
+	winFirstTS int64
+	winFrames  int
+
+	// Rate cap.
+	nextAllowed int64
+	held        bool
+}
+
+// appendSnapshotFrame encodes a state that did not come through Publish (a snapshot read from
+// Redis), once for this viewer.
+func appendSnapshotFrame(dst []byte, u update.Update, multi bool) []byte {
+	var idBuf [20]byte
+	var dataBuf [128]byte
+	id := strconv.AppendInt(idBuf[:0], u.Count, 10)
+	if multi {
+		id = strconv.AppendInt(idBuf[:0], u.TS, 10)
+	}
+	return sse.AppendEvent(dst, id, sse.EventCount, u.AppendJSON(dataBuf[:0]))
+}

@@ -1,0 +1,189 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/pkg/ids"
+	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/update"
+)
+
+// Snapshotter reads posts' current state; the relay implements it.
+type Snapshotter interface {
+	Snapshot(ctx context.Context, posts []string) ([]update.Update, error)
+}
+
+// Config bounds what a stream may ask for.
+type Config struct {
+	MaxConns       int           // viewers per node; more get 503 + Retry-After
+	MaxPosts       int           // posts per stream
+	Retry          time.Duration // base reconnection delay sent as retry:, jittered up to +50%
+	MaxPerSource   int           // viewers per client address; 0: no limit
+	TrustedProxies []netip.Prefix
+	SetupTimeout   time.Duration // subscribe + snapshot must finish within this
+}
+
+// Handler serves GET /sse/{postID} and GET /sse?posts=a,b,c.
+type Handler struct {
+	cfg      Config
+	hub      *hub.Hub
+	snap     Snapshotter
+	log      *zap.Logger
+	sources  *perSource
+	draining atomic.Bool
+
+	Refused atomic.Int64 // viewers turned away because the node or their address was full
+}
+
+// New returns a stream handler.
+func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
+	if cfg.SetupTimeout <= 0 {
+		cfg.SetupTimeout = 5 * time.Second
+	}
+	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.TrustedProxies)}
+}
+
+// Routes mounts the stream endpoints.
+func (h *Handler) Routes(r chi.Router) {
+	r.Get("/sse", h.serveMulti)
+	r.Get("/sse/{postID}", h.serveSingle)
+}
+
+// SetDraining makes the handler refuse new viewers (the node is shutting down).
+func (h *Handler) SetDraining() { h.draining.Store(true) }
+
+// Draining reports whether the node refuses new viewers.
+func (h *Handler) Draining() bool { return h.draining.Load() }
+
+func (h *Handler) serveSingle(w http.ResponseWriter, r *http.Request) {
+	post := chi.URLParam(r, "postID")
+	if err := ids.ValidPostID(post); err != nil {
+		serve.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	last, resuming := lastEventID(r)
+	var resume func(int, update.Update) bool
+	if resuming {
+		resume = func(_ int, u update.Update) bool { return u.Count != last }
+	}
+	h.stream(w, r, []string{post}, false, resume)
+}
+
+func (h *Handler) serveMulti(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.RawQuery) > MaxQueryBytes {
+		serve.Error(w, http.StatusBadRequest, errQueryLarge.Error())
+		return
+	}
+	posts, err := parsePosts(r.URL.Query().Get("posts"), h.cfg.MaxPosts)
+	if err != nil {
+		serve.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	last, resuming := lastEventID(r)
+	var resume func(int, update.Update) bool
+	if resuming {
+		resume = func(_ int, u update.Update) bool { return u.TS > last }
+	}
+	h.stream(w, r, posts, true, resume)
+}
+
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, posts []string, multi bool, resume func(int, update.Update) bool) {
+	if h.draining.Load() {
+		serve.Unavailable(w, time.Second, "node is draining; reconnect")
+		return
+	}
+	release, ok := h.sources.acquire(r)
+	if !ok {
+		h.Refused.Add(1)
+		w.Header().Set("Retry-After", "10")
+		serve.Error(w, http.StatusTooManyRequests, "too many streams from this address")
+		return
+	}
+	if !h.hub.Reserve(h.cfg.MaxConns) {
+		h.Refused.Add(1)
+		if release != nil {
+			release()
+		}
+		serve.Unavailable(w, 2*time.Second, "node is full; try another node")
+		return
+	}
+	v, err := h.setup(r.Context(), posts)
+	if err != nil {
+		h.hub.Unreserve()
+		if release != nil {
+			release()
+		}
+		h.log.Debug("stream setup", zap.Error(err))
+		serve.Unavailable(w, time.Second, "subscription unavailable; retry")
+		return
+	}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		h.hub.Unreserve()
+		h.hub.Release(v.Posts)
+		if release != nil {
+			release()
+		}
+		serve.Error(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	_ = conn.SetDeadline(time.Time{}) // the hub never reads or writes through net's deadlines
+	v.Conn = conn
+	v.Multi = multi
+	v.Resume = resume
+	v.OnClose = release
+	v.Preamble = h.preamble()
+	_ = h.hub.Add(v)
+}
+
+// setup subscribes to every post (returning once Redis confirmed) and then reads their state, in
+// that order, so that no update can fall between the snapshot and the subscription. The snapshot
+// also goes to the hub, healing any update the node missed.
+func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.SetupTimeout)
+	defer cancel()
+	acquired, err := h.hub.Acquire(ctx, posts)
+	if err != nil {
+		return hub.Viewer{}, err
+	}
+	snap, err := h.snap.Snapshot(ctx, posts)
+	if err != nil {
+		h.hub.Release(acquired)
+		return hub.Viewer{}, err
+	}
+	if len(snap) != len(posts) {
+		h.hub.Release(acquired)
+		return hub.Viewer{}, errors.New("snapshot size mismatch")
+	}
+	for _, u := range snap {
+		h.hub.Publish(u)
+	}
+	return hub.Viewer{Posts: acquired, Snapshot: snap}, nil
+}
+
+const responseHead = "HTTP/1.1 200 OK\r\n" +
+	"Content-Type: text/event-stream\r\n" +
+	"Cache-Control: no-cache\r\n" +
+	"X-Accel-Buffering: no\r\n" +
+	"Access-Control-Allow-Origin: *\r\n" +
+	"\r\n"
+
+// preamble is the raw response head (the connection left net/http, so the hub writes it) and a
+// retry hint jittered per viewer, so that viewers dropped together do not return together.
+func (h *Handler) preamble() []byte {
+	b := make([]byte, 0, len(responseHead)+24)
+	b = append(b, responseHead...)
+	base := h.cfg.Retry.Milliseconds()
+	return sse.AppendRetry(b, base+rand.Int64N(base/2+1))
+}

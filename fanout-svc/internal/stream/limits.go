@@ -1,0 +1,110 @@
+package stream
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+)
+
+// perSource counts viewers per client address so that one address cannot take a node's every
+// slot. The address is the peer's, or the first untrusted hop of X-Forwarded-For when the peer is
+// a configured proxy.
+type perSource struct {
+	max     int
+	trusted []netip.Prefix
+
+	mu     sync.Mutex
+	counts map[netip.Addr]int
+}
+
+func newPerSource(max int, trusted []netip.Prefix) *perSource {
+	return &perSource{max: max, trusted: trusted, counts: make(map[netip.Addr]int)}
+}
+
+// acquire counts one viewer for the request's source. It returns a release func, or false when the
+// source is at its limit.
+func (p *perSource) acquire(r *http.Request) (func(), bool) {
+	if p.max <= 0 {
+		return nil, true
+	}
+	addr := p.source(r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.counts[addr] >= p.max {
+		return nil, false
+	}
+	p.counts[addr]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.counts[addr]--; p.counts[addr] <= 0 {
+				delete(p.counts, addr)
+			}
+		})
+	}, true
+}
+
+func (p *perSource) source(r *http.Request) netip.Addr {
+	peer := addrOf(r.RemoteAddr)
+	if !p.isTrusted(peer) {
+		return peer
+	}
+	hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return peer
+		}
+		if !p.isTrusted(a.Unmap()) {
+			return a.Unmap()
+		}
+		peer = a.Unmap()
+	}
+	return peer
+}
+
+func (p *perSource) isTrusted(a netip.Addr) bool {
+	for _, pr := range p.trusted {
+		if pr.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func addrOf(hostport string) netip.Addr {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
+
+// ParsePrefixes parses trusted proxy addresses or CIDR prefixes.
+func ParsePrefixes(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		if !strings.Contains(s, "/") {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		pr, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr.Masked())
+	}
+	return out, nil
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/relay"
+	"github.com/likes/likes/fanout-svc/internal/stream"
+)
+
+// registerMetrics exposes the hub's, relay's and handler's counters. They are read at scrape time
+// from atomics the engine keeps anyway, so metrics add nothing to the fan-out path.
+func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, streams *stream.Handler) {
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	hs, rs := h.Stats(), rel.Stats()
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+	counter := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+	}
+	gauge("likes_fanout_viewers", "Connected viewers.", func() float64 { return float64(hs.Viewers.Load()) })
+	gauge("likes_fanout_subscriptions", "Posts this node is subscribed to.", func() float64 { return float64(len(h.ActivePosts())) })
+	counter("likes_fanout_updates_total", "Updates accepted from Redis.", func() float64 { return float64(hs.Updates.Load()) })
+	counter("likes_fanout_updates_stale_total", "Updates dropped as older than the node's newest.", func() float64 { return float64(hs.Stale.Load()) })
+	counter("likes_fanout_events_sent_total", "Event frames handed to viewer sockets.", func() float64 { return float64(hs.FramesSent.Load()) })
+	counter("likes_fanout_events_conflated_total", "Frames replaced by a newer one before a slow viewer could take them.", func() float64 { return float64(hs.Conflated.Load()) })
+	counter("likes_fanout_writes_total", "write(2) calls to viewer sockets.", func() float64 { return float64(hs.Writes.Load()) })
+	counter("likes_fanout_bytes_written_total", "Bytes written to viewer sockets.", func() float64 { return float64(hs.BytesWritten.Load()) })
+	counter("likes_fanout_write_errors_total", "Viewers dropped on a write error.", func() float64 { return float64(hs.WriteErrors.Load()) })
+	counter("likes_fanout_disconnects_total", "Viewers gone.", func() float64 { return float64(hs.Disconnects.Load()) })
+	counter("likes_fanout_stalled_total", "Viewers dropped because their socket did not drain in time.", func() float64 { return float64(hs.Stalled.Load()) })
+	counter("likes_fanout_heartbeats_total", "Heartbeat comments sent.", func() float64 { return float64(hs.Heartbeats.Load()) })
+	counter("likes_fanout_refused_total", "Viewers refused because the node or their address was full.", func() float64 { return float64(streams.Refused.Load()) })
+	counter("likes_fanout_pubsub_messages_total", "Pub/sub messages received.", func() float64 { return float64(rs.Messages.Load()) })
+	counter("likes_fanout_redis_errors_total", "Redis receive, subscribe and snapshot errors.", func() float64 { return float64(rs.RedisErrors.Load()) })
+	counter("likes_fanout_resyncs_total", "Posts re-read after a resubscription.", func() float64 { return float64(rs.Resyncs.Load()) })
+	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection.", func() float64 { return float64(rs.Reconnects.Load()) })
+}

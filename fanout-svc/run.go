@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/relay"
+	"github.com/likes/likes/fanout-svc/internal/stream"
+	"github.com/likes/likes/fanout-svc/internal/web"
+	"github.com/likes/likes/pkg/logging"
+	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/redisconn"
+	"github.com/likes/likes/pkg/serve"
+)
+
+// run starts a fanout node and serves until ctx is done or SIGINT/SIGTERM arrives. Shutdown goes
+// in steps: readiness fails and new streams are refused, the HTTP server stops, viewers are closed
+// spread over the drain window (they reconnect to other nodes), then Redis is let go.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := loadConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := logging.New("fanout-svc", cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	raiseFileLimit(log)
+	tuneMemory(log)
+
+	client, err := redisconn.New(cfg.Redis)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	pctx, cancel := context.WithTimeout(ctx, cfg.Redis.Timeout)
+	if err := client.Ping(pctx).Err(); err != nil {
+		log.Warn("redis not reachable at start; will keep trying", zap.Error(err))
+	}
+	cancel()
+
+	keys := rediskeys.New(cfg.Redis.KeyPrefix)
+	rel := relay.New(client, keys, log.Named("relay"))
+	h, err := hub.New(cfg.Hub, rel, log.Named("hub"))
+	if err != nil {
+		return err
+	}
+	streams := stream.New(cfg.Stream, h, rel, log.Named("stream"))
+
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // exits when stopRelay is called, after the hub is closed
+		defer wg.Done()
+		_ = rel.Run(relayCtx, h)
+	}()
+	defer func() {
+		h.Close()
+		stopRelay()
+		wg.Wait()
+	}()
+
+	reg := prometheus.NewRegistry()
+	registerMetrics(reg, h, rel, streams)
+	router := newRouter(cfg, log, reg, streams, func(ctx context.Context) error {
+		if streams.Draining() {
+			return errors.New("draining")
+		}
+		return client.Ping(ctx).Err()
+	})
+
+	ln, err := serve.Listen(cfg.Serve)
+	if err != nil {
+		return err
+	}
+	srv := serve.NewServer(cfg.Serve, router, log)
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("shards", h.Shards()),
+		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),
+		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Bool("cluster", cfg.Redis.Cluster()))
+
+	// Refuse new streams as soon as shutdown starts, before the listener closes.
+	go func() { // exits when ctx is done
+		<-ctx.Done()
+		streams.SetDraining()
+	}()
+	err = serve.Serve(ctx, srv, ln, cfg.Serve.ShutdownTimeout)
+	dctx, dcancel := context.WithTimeout(context.Background(), cfg.DrainWindow+5*time.Second)
+	h.Drain(dctx, cfg.DrainWindow)
+	dcancel()
+	log.Info("stopped", zap.Error(err))
+	return err
+}
+
+func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, streams *stream.Handler, ready func(context.Context) error) http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(serve.NotFound)
+	r.MethodNotAllowed(serve.MethodNotAllowed)
+	r.Use(serve.NewRequestMetrics(reg, "likes_fanout").Middleware, serve.Recover(log))
+	serve.Health(r, ready)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	streams.Routes(r)
+	page := web.Handler(cfg.Page)
+	r.Handle("/", page)
+	r.Handle(web.AssetPrefix+"*", page)
+	return r
+}
+
+// raiseFileLimit lifts the soft open-file limit to the hard one: every viewer is a descriptor.
+func raiseFileLimit(log *zap.Logger) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= lim.Max {
+		return
+	}
+	lim.Cur = lim.Max
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		log.Warn("raise open-file limit", zap.Error(err))
+	}
+}
+
