@@ -89,4 +89,3 @@ func defaultMaxConns() int {
 	}
 	return max(int(lim.Max)-fdHeadroom, 1)
 }
-

@@ -23,8 +23,8 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/fanout-svc/internal/web"
 	"github.com/likes/likes/pkg/logging"
-	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redisconn"
+	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/serve"
 )
 
@@ -137,4 +137,3 @@ func raiseFileLimit(log *zap.Logger) {
 		log.Warn("raise open-file limit", zap.Error(err))
 	}
 }
-
