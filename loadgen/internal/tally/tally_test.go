@@ -1,0 +1,58 @@
+package tally
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestSum(t *testing.T) {
+	tl := New(100)
+	for count := int64(90); count <= 110; count++ { // 90..100 are at or below the base
+		tl.Add(count)
+	}
+	tl.Add(105)
+	tl.Add(100 + chunkLen + 3) // second chunk
+	tl.Add(100 + MaxCounts + 1)
+	tests := []struct {
+		lo, hi int64
+		want   int64
+	}{
+		{100, 110, 11},  // 101..110 once, 105 twice
+		{104, 105, 2},   // just 105
+		{0, 1000, 11},   // clamped to the base
+		{110, 50000, 1}, // the one in the second chunk
+		{200, 150, 0},   // empty range
+	}
+	for _, tt := range tests {
+		if got := tl.Sum(tt.lo, tt.hi); got != tt.want {
+			t.Errorf("Sum(%d,%d) = %d; want %d", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+	if got := tl.Overflow.Load(); got != 1 {
+		t.Errorf("Overflow = %d; want 1", got)
+	}
+}
+
+func TestConcurrentAdd(t *testing.T) {
+	tl := New(0)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for count := int64(1); count <= 3*chunkLen; count++ {
+				tl.Add(count)
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := tl.Sum(0, 3*chunkLen), int64(8*3*chunkLen); got != want {
+		t.Fatalf("Sum = %d; want %d", got, want)
+	}
+}
+
+func TestAddDoesNotAllocateOnceGrown(t *testing.T) {
+	tl := New(0)
+	tl.Add(1)
+	if n := testing.AllocsPerRun(1000, func() { tl.Add(7) }); n != 0 {
+		t.Fatalf("Add allocates %v; want 0", n)
+	}
+}

@@ -1,0 +1,111 @@
+package worker
+
+import "github.com/likes/likes/loadgen/internal/hist"
+
+// Request is one command from the coordinator, a JSON line on the worker's stdin. Each request
+// gets exactly one Reply line on stdout, in order.
+type Request struct {
+	Op       string       `json:"op"` // one of the Op* constants
+	Init     *Init        `json:"init,omitempty"`
+	Connect  *Connect     `json:"connect,omitempty"`
+	Begin    *Begin       `json:"begin,omitempty"`
+	Converge *Converge    `json:"converge,omitempty"`
+	Report   *ReportRange `json:"report,omitempty"`
+}
+
+// Operations a worker understands.
+const (
+	OpInit     = "init"     // configure; must come first
+	OpConnect  = "connect"  // start connecting viewers (returns at once; poll status)
+	OpStatus   = "status"   // counters now
+	OpAbandon  = "abandon"  // give up on viewers still connecting
+	OpBegin    = "begin"    // start a phase's measurement
+	OpConverge = "converge" // wait until viewers show the final counts
+	OpReport   = "report"   // a phase's deliveries and latencies
+	OpQuit     = "quit"     // close every viewer and exit
+)
+
+// Init configures a worker: where viewers connect and what they watch. A viewer's global index i
+// decides its post (i mod posts), its node ((i / posts) mod nodes, so every post has viewers on
+// every node) and its source address (i mod sources).
+type Init struct {
+	Nodes         []string `json:"nodes"`   // fanout base URLs
+	Sources       []string `json:"sources"` // local source IPs; empty = kernel's choice
+	Posts         []string `json:"posts"`
+	ReadBuffer    int      `json:"read_buffer"`
+	DialTimeoutMS int      `json:"dial_timeout_ms"`
+}
+
+// Connect asks for viewers with global indexes First .. First+Count-1, started at Rate per second
+// (0 = as fast as the handshake limit allows).
+type Connect struct {
+	First int     `json:"first"`
+	Count int     `json:"count"`
+	Rate  float64 `json:"rate"`
+}
+
+// Begin starts a phase: Base[p] is post p's count before the phase's likes, and only events whose
+// ts lies in [WindowStartUS, WindowEndUS) enter the latency histogram.
+type Begin struct {
+	Base          []int64 `json:"base"`
+	WindowStartUS int64   `json:"window_start_us"`
+	WindowEndUS   int64   `json:"window_end_us"`
+}
+
+// Converge asks how many of the phase's viewers show Final[p] for their post, waiting up to
+// TimeoutMS for all of them to.
+type Converge struct {
+	Final     []int64 `json:"final"`
+	TimeoutMS int     `json:"timeout_ms"`
+}
+
+// ReportRange asks for the deliveries of the counts in (Lo[p], Hi[p]] of each post p.
+type ReportRange struct {
+	Lo []int64 `json:"lo"`
+	Hi []int64 `json:"hi"`
+}
+
+// Reply answers one Request. Error is set when the request failed.
+type Reply struct {
+	Error    string         `json:"error,omitempty"`
+	Status   *Status        `json:"status,omitempty"`
+	Begin    *BeginReply    `json:"begin,omitempty"`
+	Converge *ConvergeReply `json:"converge,omitempty"`
+	Report   *Report        `json:"report,omitempty"`
+}
+
+// Status is a worker's counters, cumulative since it started.
+type Status struct {
+	Wanted     int            `json:"wanted"` // viewers asked for
+	Pending    int            `json:"pending"`
+	Open       int            `json:"open"`
+	Failed     int            `json:"failed"`
+	Refused    int            `json:"refused"`
+	Dropped    int            `json:"dropped"`
+	Events     int64          `json:"events"`
+	Malformed  int64          `json:"malformed"`
+	CPUMicros  int64          `json:"cpu_us"`
+	AtUS       int64          `json:"at_us"`
+	Errors     map[string]int `json:"errors,omitempty"`
+	NoFileSoft uint64         `json:"nofile_soft"`
+}
+
+// BeginReply gives the viewers of each post that the phase measures (those open at Begin).
+type BeginReply struct {
+	Viewers []int `json:"viewers"`
+}
+
+// ConvergeReply says how many of the phase's viewers showed the final count, and when the last of
+// them did (or the timeout).
+type ConvergeReply struct {
+	Converged int   `json:"converged"`
+	Total     int   `json:"total"`
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
+// Report is a phase's deliveries per post and its delivery latency histogram (microseconds).
+type Report struct {
+	Received []int64     `json:"received"`
+	Overflow int64       `json:"overflow"`
+	Latency  hist.Sparse `json:"latency"`
+}

@@ -1,0 +1,369 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/likes/likes/loadgen/internal/procstat"
+)
+
+// maxHandshakes bounds connections being set up at once, so a fast ramp does not flood the
+// nodes' accept queues (whose overflow looks like failed connections).
+const maxHandshakes = 512
+
+// maxReasons bounds the distinct failure reasons kept.
+const maxReasons = 16
+
+// Worker holds viewers and answers the coordinator's requests.
+type Worker struct {
+	readBuffer int
+	posts      int
+	targets    [][]target     // [node][post]
+	dialers    []*net.Dialer  // one per source address
+	handshakes chan struct{} // semaphore of maxHandshakes
+
+	mu      sync.Mutex // guards viewers, reasons, connectCancel
+	viewers []*viewer
+	reasons map[string]int
+	// connectCancel stops the connecting in progress; the coordinator's abandon and shutdown call it.
+	connectCancel context.CancelFunc
+
+	wanted, pending, open, failedN, refused, droppedN atomic.Int64
+	events, malformed                                 atomic.Int64
+	closing                                           atomic.Bool
+	phase                                             atomic.Pointer[phase]
+
+	wg sync.WaitGroup // viewer and connector goroutines
+}
+
+// Serve reads requests from in and writes replies to out until a quit request, the end of in, or
+// ctx is done; then it closes every viewer and waits for their goroutines.
+func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	w := &Worker{reasons: map[string]int{}, handshakes: make(chan struct{}, maxHandshakes)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer w.shutdown()
+	defer cancel()
+	requests := make(chan Request)
+	readErr := make(chan error, 1)
+	go func() { // exits at the end of in, or when a request cannot be handed over because Serve returned
+		readErr <- readRequests(ctx, in, requests)
+	}()
+	enc := json.NewEncoder(out)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-readErr:
+			return err
+		case req := <-requests:
+			if req.Op == OpQuit {
+				return enc.Encode(Reply{})
+			}
+			rep := w.handle(ctx, req)
+			if err := enc.Encode(rep); err != nil {
+				return fmt.Errorf("write reply: %w", err)
+			}
+		}
+	}
+}
+
+func readRequests(ctx context.Context, in io.Reader, out chan<- Request) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var req Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+		select {
+		case out <- req:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+func (w *Worker) handle(ctx context.Context, req Request) Reply {
+	var rep Reply
+	var err error
+	switch req.Op {
+	case OpInit:
+		err = w.init(req.Init)
+	case OpConnect:
+		err = w.connect(ctx, req.Connect)
+	case OpStatus:
+		rep.Status = w.status()
+	case OpAbandon:
+		w.abandon()
+	case OpBegin:
+		rep.Begin, err = w.begin(req.Begin)
+	case OpConverge:
+		rep.Converge, err = w.converge(ctx, req.Converge)
+	case OpReport:
+		rep.Report, err = w.report(req.Report)
+	default:
+		err = fmt.Errorf("unknown op %q", req.Op)
+	}
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	return rep
+}
+
+func (w *Worker) init(in *Init) error {
+	if in == nil || len(in.Nodes) == 0 || len(in.Posts) == 0 {
+		return errors.New("init needs nodes and posts")
+	}
+	targets, err := newTargets(in.Nodes, in.Posts)
+	if err != nil {
+		return err
+	}
+	timeout := time.Duration(in.DialTimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	w.dialers = nil
+	for _, src := range in.Sources {
+		w.dialers = append(w.dialers, newDialer(src, timeout))
+	}
+	if len(w.dialers) == 0 {
+		w.dialers = []*net.Dialer{newDialer("", timeout)}
+	}
+	w.targets, w.posts = targets, len(in.Posts)
+	w.readBuffer = max(in.ReadBuffer, 512)
+	return nil
+}
+
+// connect starts a goroutine that launches the viewers at the requested rate and returns at once.
+func (w *Worker) connect(ctx context.Context, c *Connect) error {
+	if c == nil || w.targets == nil {
+		return errors.New("connect needs init first")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	w.mu.Lock()
+	if w.connectCancel != nil {
+		w.connectCancel()
+	}
+	w.connectCancel = cancel
+	w.mu.Unlock()
+	w.wanted.Add(int64(c.Count))
+	w.pending.Add(int64(c.Count))
+	w.wg.Add(1)
+	go func() { // exits when every viewer is launched or cctx is cancelled (abandon, shutdown)
+		defer w.wg.Done()
+		w.launch(cctx, c)
+	}()
+	return nil
+}
+
+func (w *Worker) launch(ctx context.Context, c *Connect) {
+	start := time.Now()
+	for i := range c.Count {
+		if c.Rate > 0 {
+			due := start.Add(time.Duration(float64(i) / c.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+				}
+			}
+		}
+		select {
+		case w.handshakes <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			left := c.Count - i
+			w.pending.Add(-int64(left))
+			w.failedN.Add(int64(left))
+			w.addReason("abandoned before connecting", left)
+			return
+		}
+		v := w.newViewer(c.First + i)
+		w.wg.Add(1)
+		go func() { // exits when the connection ends (see viewer.run)
+			defer w.wg.Done()
+			v.run(ctx, func() { <-w.handshakes })
+		}()
+	}
+}
+
+func (w *Worker) newViewer(index int) *viewer {
+	post := index % w.posts
+	node := (index / w.posts) % len(w.targets)
+	v := &viewer{
+		w:      w,
+		post:   post,
+		shard:  index % latencyShards,
+		target: w.targets[node][post],
+		dialer: w.dialers[index%len(w.dialers)],
+	}
+	v.last.Store(-1)
+	v.emitFn = v.emit
+	w.mu.Lock()
+	w.viewers = append(w.viewers, v)
+	w.mu.Unlock()
+	return v
+}
+
+// opened is called once by a viewer whose head said 200.
+func (w *Worker) opened(v *viewer) {
+	if v.state.CompareAndSwap(statePending, stateOpen) {
+		w.pending.Add(-1)
+		w.open.Add(1)
+	}
+}
+
+// failed is called once by a viewer that never opened.
+func (w *Worker) failed(state int32, why string) {
+	w.pending.Add(-1)
+	if state == stateRefused {
+		w.refused.Add(1)
+		return
+	}
+	w.failedN.Add(1)
+	w.addReason(why, 1)
+}
+
+// dropped is called once by an open viewer whose connection ended.
+func (w *Worker) dropped(v *viewer, why string) {
+	if v.state.CompareAndSwap(stateOpen, stateDropped) {
+		w.open.Add(-1)
+		w.droppedN.Add(1)
+		w.addReason("dropped: "+why, 1)
+	}
+}
+
+func (w *Worker) addReason(why string, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.reasons[why]; ok || len(w.reasons) < maxReasons {
+		w.reasons[why] += n
+	}
+}
+
+func (w *Worker) status() *Status {
+	st := &Status{
+		Wanted:    int(w.wanted.Load()),
+		Pending:   int(w.pending.Load()),
+		Open:      int(w.open.Load()),
+		Failed:    int(w.failedN.Load()),
+		Refused:   int(w.refused.Load()),
+		Dropped:   int(w.droppedN.Load()),
+		Events:    w.events.Load(),
+		Malformed: w.malformed.Load(),
+		CPUMicros: procstat.CPU().Microseconds(),
+		AtUS:      time.Now().UnixMicro(),
+	}
+	st.NoFileSoft, _ = procstat.NoFile()
+	w.mu.Lock()
+	if len(w.reasons) > 0 {
+		st.Errors = make(map[string]int, len(w.reasons))
+		for k, n := range w.reasons {
+			st.Errors[k] = n
+		}
+	}
+	w.mu.Unlock()
+	return st
+}
+
+// abandon stops launching viewers and ends the handshakes still in progress.
+func (w *Worker) abandon() {
+	w.mu.Lock()
+	if w.connectCancel != nil {
+		w.connectCancel()
+	}
+	viewers := w.viewers
+	w.mu.Unlock()
+	for _, v := range viewers {
+		v.abandonIfPending()
+	}
+}
+
+func (w *Worker) begin(b *Begin) (*BeginReply, error) {
+	if b == nil || len(b.Base) != w.posts {
+		return nil, fmt.Errorf("begin needs a base count for each of %d posts", w.posts)
+	}
+	w.phase.Store(newPhase(b))
+	rep := &BeginReply{Viewers: make([]int, w.posts)}
+	for _, v := range w.snapshot() {
+		open := v.state.Load() == stateOpen
+		v.inPhase.Store(open)
+		if open {
+			rep.Viewers[v.post]++
+		}
+	}
+	return rep, nil
+}
+
+func (w *Worker) snapshot() []*viewer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.viewers
+}
+
+// converge polls the phase's viewers until each shows its post's final count or the timeout.
+func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, error) {
+	if c == nil || len(c.Final) != w.posts {
+		return nil, fmt.Errorf("converge needs a final count for each of %d posts", w.posts)
+	}
+	start := time.Now()
+	deadline := start.Add(time.Duration(c.TimeoutMS) * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		rep := &ConvergeReply{ElapsedMS: time.Since(start).Milliseconds()}
+		for _, v := range w.snapshot() {
+			if !v.inPhase.Load() {
+				continue
+			}
+			rep.Total++
+			if v.last.Load() == c.Final[v.post] {
+				rep.Converged++
+			}
+		}
+		if rep.Converged == rep.Total || time.Now().After(deadline) {
+			return rep, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		}
+	}
+}
+
+func (w *Worker) report(r *ReportRange) (*Report, error) {
+	ph := w.phase.Load()
+	if ph == nil || r == nil {
+		return nil, errors.New("report needs a phase begun")
+	}
+	return ph.report(r), nil
+}
+
+// shutdown closes every viewer and waits for all goroutines, at most a few seconds.
+func (w *Worker) shutdown() {
+	w.closing.Store(true)
+	w.abandon()
+	for _, v := range w.snapshot() {
+		v.close()
+	}
+	done := make(chan struct{})
+	go func() { // exits when every viewer goroutine has returned
+		w.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
