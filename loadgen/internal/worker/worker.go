@@ -26,8 +26,8 @@ const maxReasons = 16
 type Worker struct {
 	readBuffer int
 	posts      int
-	targets    [][]target     // [node][post]
-	dialers    []*net.Dialer  // one per source address
+	targets    [][]target    // [node][post]
+	dialers    []*net.Dialer // one per source address
 	handshakes chan struct{} // semaphore of maxHandshakes
 
 	mu      sync.Mutex // guards viewers, reasons, connectCancel

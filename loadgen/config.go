@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/likes/likes/loadgen/internal/ramp"
+	"github.com/likes/likes/pkg/envflag"
+)
+
+// outputs are where the result goes besides the progress line.
+type outputs struct {
+	json      bool
+	csv, html string
+}
+
+// maxSources bounds a --sources range.
+const maxSources = 1 << 16
+
+// loadConfig reads the ramp's flags (with environment defaults) into a validated ramp.Config.
+func loadConfig(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) (ramp.Config, outputs, error) {
+	var (
+		cfg                    ramp.Config
+		out                    outputs
+		fanout, conns, sources []string
+		maxConnectRate         float64
+		postPrefix             string
+	)
+	run := strconv.FormatInt(time.Now().Unix(), 36)
+	set := envflag.New("loadgen ramp", getenv, stderr)
+	set.String(&cfg.Writer, "writer", "LOADGEN_WRITER", "http://127.0.0.1:8080", "writer-svc base URL")
+	set.List(&fanout, "fanout", "LOADGEN_FANOUT", "http://127.0.0.1:8090",
+		"fanout-svc base URLs, comma-separated, or one URL whose host resolves to several addresses (one node each)")
+	set.List(&conns, "conns", "LOADGEN_CONNS", "2000,10000,20000,64000", "viewers per phase, increasing, comma-separated")
+	set.Int(&cfg.Posts, "posts", "LOADGEN_POSTS", 10, "posts; viewer i watches post i mod posts")
+	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
+	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
+	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")
+	set.Duration(&cfg.Window, "window", "LOADGEN_WINDOW", 30*time.Second, "measured window per phase")
+	set.List(&sources, "sources", "LOADGEN_SOURCES", "",
+		"local source addresses for viewers, e.g. 127.0.0.2-127.0.0.40 (ranges and single addresses, comma-separated); "+
+			"each adds a port range, so one machine can hold more than 64K connections")
+	set.Float(&maxConnectRate, "max-connect-rate", "LOADGEN_MAX_CONNECT_RATE", 5000, "new viewers per second, all workers together (0 = no limit)")
+	set.Int(&cfg.PerWorker, "per-worker", "LOADGEN_PER_WORKER", 15000, "viewers per worker process (a process may hold 20,000 open files here)")
+	set.Int(&cfg.ReadBuffer, "read-buffer", "LOADGEN_READ_BUFFER", 4096, "bytes read per viewer read call")
+	set.Duration(&cfg.ConnectTimeout, "connect-timeout", "LOADGEN_CONNECT_TIMEOUT", 10*time.Second, "time a viewer may take to connect and get its response head")
+	set.Duration(&cfg.LikeTimeout, "like-timeout", "LOADGEN_LIKE_TIMEOUT", 5*time.Second, "timeout of one like request")
+	set.Duration(&cfg.ConvergeTimeout, "converge-timeout", "LOADGEN_CONVERGE_TIMEOUT", 2*time.Second, "time viewers have to show the final counts after writes stop")
+	set.Int(&cfg.MaxInflight, "max-inflight", "LOADGEN_MAX_INFLIGHT", 4096, "open loop: likes in flight at most (more are skipped and reported)")
+	set.String(&postPrefix, "post-prefix", "LOADGEN_POST_PREFIX", "lg"+run, "post id prefix (default unique per run, so runs never share posts)")
+	set.Bool(&out.json, "json", "", false, "print the result as JSON instead of the table")
+	set.String(&out.csv, "csv", "", "", "also write the result as CSV to this file")
+	set.String(&out.html, "html", "", "", "also write a self-contained HTML report with charts to this file")
+	if err := set.Parse(args[2:]); err != nil {
+		return cfg, out, err
+	}
+	for _, c := range conns {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return cfg, out, fmt.Errorf("--conns: %q is not a number", c)
+		}
+		cfg.Conns = append(cfg.Conns, n)
+	}
+	var err error
+	if cfg.Sources, err = expandSources(sources); err != nil {
+		return cfg, out, err
+	}
+	if cfg.Nodes, err = ramp.ResolveNodes(ctx, fanout); err != nil {
+		return cfg, out, err
+	}
+	if cfg.WorkerExe, err = os.Executable(); err != nil {
+		return cfg, out, fmt.Errorf("find own executable for workers: %w", err)
+	}
+	cfg.Writer = strings.TrimSuffix(cfg.Writer, "/")
+	cfg.WorkerArgs = []string{"worker"}
+	cfg.MaxConnectRate = maxConnectRate
+	cfg.PostPrefix = postPrefix
+	cfg.UserPrefix = postPrefix + "-u"
+	cfg.Command = "loadgen " + strings.Join(args[1:], " ")
+	return cfg, out, cfg.Validate()
+}
+
+// expandSources turns "127.0.0.2-127.0.0.40,10.0.0.5" into a list of addresses.
+func expandSources(items []string) ([]string, error) {
+	var out []string
+	for _, item := range items {
+		from, to, isRange := strings.Cut(item, "-")
+		first, err := netip.ParseAddr(strings.TrimSpace(from))
+		if err != nil {
+			return nil, fmt.Errorf("--sources: %q is not an address", from)
+		}
+		last := first
+		if isRange {
+			if last, err = netip.ParseAddr(strings.TrimSpace(to)); err != nil {
+				return nil, fmt.Errorf("--sources: %q is not an address", to)
+			}
+		}
+		if last.Less(first) || first.Is4() != last.Is4() {
+			return nil, fmt.Errorf("--sources: bad range %q", item)
+		}
+		for a := first; ; a = a.Next() {
+			if len(out) == maxSources {
+				return nil, errors.New("--sources: too many addresses")
+			}
+			out = append(out, a.String())
+			if a == last {
+				break
+			}
+		}
+	}
+	return out, nil
+}

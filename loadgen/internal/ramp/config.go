@@ -1,0 +1,71 @@
+package ramp
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is a validated ramp.
+type Config struct {
+	Writer          string   // writer-svc base URL
+	Nodes           []string // fanout-svc base URLs, one per node
+	Conns           []int    // viewers per phase, increasing
+	Posts           int
+	PostPrefix      string  // post ids are PostPrefix-0, PostPrefix-1, ...
+	UserPrefix      string  // user ids are UserPrefix<n>
+	Writers         int     // closed-loop writers (when Rate is 0)
+	Rate            float64 // open-loop likes per second (0: closed loop)
+	Warmup, Window  time.Duration
+	Sources         []string // local source addresses for viewers
+	MaxConnectRate  float64  // new viewers per second (0: unlimited)
+	PerWorker       int      // viewers per worker process
+	ReadBuffer      int      // bytes per viewer read
+	ConnectTimeout  time.Duration
+	LikeTimeout     time.Duration
+	ConvergeTimeout time.Duration
+	MaxInflight     int // open loop: likes in flight at most
+
+	// WorkerExe and WorkerArgs start one worker process (normally this binary, "worker").
+	WorkerExe  string
+	WorkerArgs []string
+	Command    string // the command line, for the report
+}
+
+// Validate reports the first thing wrong with c.
+func (c *Config) Validate() error {
+	switch {
+	case c.Writer == "":
+		return errors.New("--writer is required")
+	case len(c.Nodes) == 0:
+		return errors.New("--fanout names no node")
+	case len(c.Conns) == 0:
+		return errors.New("--conns names no phase")
+	case c.Posts < 1:
+		return errors.New("--posts must be at least 1")
+	case c.Rate < 0:
+		return errors.New("--rate must not be negative")
+	case c.Rate == 0 && c.Writers < 1:
+		return errors.New("--writers must be at least 1 (or set --rate)")
+	case c.Window <= 0 || c.Warmup < 0:
+		return errors.New("--window must be positive and --warmup not negative")
+	case c.PerWorker < 1:
+		return errors.New("viewers per worker must be at least 1")
+	}
+	prev := 0
+	for _, n := range c.Conns {
+		if n <= prev {
+			return fmt.Errorf("--conns must be positive and increasing: %v", c.Conns)
+		}
+		prev = n
+	}
+	return nil
+}
+
+// Mode describes the write load.
+func (c *Config) Mode() string {
+	if c.Rate > 0 {
+		return fmt.Sprintf("open loop, %g likes/s", c.Rate)
+	}
+	return fmt.Sprintf("closed loop, %d writers", c.Writers)
+}

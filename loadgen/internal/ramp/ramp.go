@@ -1,0 +1,174 @@
+package ramp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/likes/likes/loadgen/internal/likes"
+	"github.com/likes/likes/loadgen/internal/nodemetrics"
+	"github.com/likes/likes/loadgen/internal/procstat"
+	"github.com/likes/likes/loadgen/internal/report"
+)
+
+// MemMethod says how memory per connection is computed.
+const MemMethod = "(node RSS - node RSS at 0 viewers, read before the ramp) / node's viewers gauge; " +
+	"idle = after connecting, before likes; loaded = at the end of the window"
+
+// Ramp is one run.
+type Ramp struct {
+	cfg      Config
+	posts    []string
+	progress *progress
+	pool     *pool
+	load     *likes.Load
+	client   *http.Client // metrics and counts
+	baseline []nodemetrics.Sample
+	genCPUs  int
+}
+
+// Run executes the ramp phase by phase. It returns the phases completed so far even when it stops
+// early (an error, or ctx cancelled by Ctrl-C), so the caller can still print them.
+func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Ramp{
+		cfg:      cfg,
+		progress: newProgress(stderr),
+		client:   &http.Client{Timeout: 5 * time.Second},
+		genCPUs:  procstat.AllowedCPUs(),
+	}
+	for p := range cfg.Posts {
+		r.posts = append(r.posts, cfg.PostPrefix+"-"+strconv.Itoa(p))
+	}
+	res := &report.Result{
+		Started: time.Now().UTC().Format(time.RFC3339), Command: cfg.Command, Writer: cfg.Writer,
+		Nodes: cfg.Nodes, Posts: cfg.Posts, Mode: cfg.Mode(), Warmup: cfg.Warmup.String(),
+		Window: cfg.Window.String(), Sources: len(cfg.Sources), GenCPUs: r.genCPUs, MemMethod: MemMethod,
+	}
+	if soft, err := procstat.RaiseNoFile(); err != nil {
+		r.progress.line("loadgen: could not raise the open-file limit (soft %d): %v", soft, err)
+	}
+	maxConns := cfg.Writers
+	if cfg.Rate > 0 {
+		maxConns = 512
+	}
+	r.load = likes.New(cfg.Writer, r.posts, cfg.UserPrefix, maxConns, cfg.LikeTimeout)
+	defer r.load.Close()
+	r.pool = newPool(&r.cfg, r.posts, stderr)
+	defer r.pool.close()
+
+	if err := r.checkWriter(ctx); err != nil {
+		return res, err
+	}
+	r.baseline = r.scrapeNodes(ctx)
+	for i, s := range r.baseline {
+		if !s.At.IsZero() && s.Viewers > 0 {
+			r.progress.line("loadgen: node %s already has %.0f viewers: memory per connection includes theirs", cfg.Nodes[i], s.Viewers)
+		}
+	}
+	for i, n := range cfg.Conns {
+		ph, err := r.phase(ctx, i, n)
+		if err != nil {
+			return res, fmt.Errorf("phase %d (%d conns): %w", i+1, n, err)
+		}
+		res.Phases = append(res.Phases, ph)
+		r.progress.line("%s", summary(i, len(cfg.Conns), &ph))
+	}
+	return res, nil
+}
+
+func summary(i, n int, ph *report.Phase) string {
+	return fmt.Sprintf("phase %d/%d done: %d conns open (%d refused, %d failed), %.0f likes/s, %.0f events/s, "+
+		"delivery %s%%, convergence %s%%, latency p99 %s ms, generator CPU %s%%",
+		i+1, n, ph.ConnsOpen, ph.ConnsRefused, ph.ConnsFailed, ph.LikesPerSec, ph.EventsPerSec,
+		fmtF(ph.DeliveryPct, 2), fmtF(ph.ConvergencePct, 1), fmtF(ph.LatencyP99Ms, 1), fmtF(ph.GenCPUPct, 0))
+}
+
+func fmtF(f report.Float, prec int) string {
+	if !f.Known() {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(f), 'f', prec, 64)
+}
+
+// checkWriter fails fast when the writer does not answer GET /count.
+func (r *Ramp) checkWriter(ctx context.Context) error {
+	_, err := r.count(ctx, r.posts[0])
+	return err
+}
+
+// counts returns every post's count from the writer.
+func (r *Ramp) counts(ctx context.Context) ([]int64, error) {
+	out := make([]int64, len(r.posts))
+	errs := make([]error, len(r.posts))
+	var wg sync.WaitGroup
+	for p, post := range r.posts {
+		wg.Go(func() { out[p], errs[p] = r.count(ctx, post) })
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func (r *Ramp) count(ctx context.Context, post string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.Writer+"/count/"+post, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("writer count: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("writer count %s: status %d", post, resp.StatusCode)
+	}
+	var body struct {
+		Count int64 `json:"count"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body); err != nil {
+		return 0, fmt.Errorf("writer count %s: %w", post, err)
+	}
+	return body.Count, nil
+}
+
+// scrapeNodes reads every node's metrics at once; a node that fails gives a zero Sample (At zero).
+func (r *Ramp) scrapeNodes(ctx context.Context) []nodemetrics.Sample {
+	out := make([]nodemetrics.Sample, len(r.cfg.Nodes))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for i, n := range r.cfg.Nodes {
+		wg.Go(func() {
+			s, err := nodemetrics.Scrape(ctx, r.client, n)
+			if err != nil {
+				mu.Lock()
+				failures = append(failures, err.Error())
+				mu.Unlock()
+				return
+			}
+			out[i] = s
+		})
+	}
+	wg.Wait()
+	for _, f := range failures {
+		r.progress.line("loadgen: %s", f)
+	}
+	return out
+}
+
+// rss returns a sample's RSS, NaN for a failed scrape.
+func rss(s nodemetrics.Sample) float64 {
+	if s.At.IsZero() {
+		return math.NaN()
+	}
+	return s.RSSBytes
+}

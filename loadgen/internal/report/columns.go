@@ -1,0 +1,43 @@
+package report
+
+import "strconv"
+
+// column is one figure of a phase, shared by the table and the CSV so both carry the same set.
+type column struct {
+	head  string // table heading
+	csv   string // CSV heading (the JSON field name)
+	value func(*Phase) string
+}
+
+func i(n int) string      { return strconv.Itoa(n) }
+func i64(n int64) string  { return strconv.FormatInt(n, 10) }
+func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+func kib(f Float) string  { return (f / 1024).format(2) }
+func yes(b bool) string   { return map[bool]string{true: "yes", false: "no"}[b] }
+func ms(f Float) string   { return f.format(2) }
+func pct(f Float) string  { return f.format(2) }
+func pct0(f Float) string { return f.format(0) }
+
+var columns = []column{
+	{"conns", "conns_wanted", func(p *Phase) string { return i(p.ConnsWanted) }},
+	{"open", "conns_open", func(p *Phase) string { return i(p.ConnsOpen) }},
+	{"failed", "conns_failed", func(p *Phase) string { return i(p.ConnsFailed) }},
+	{"refused", "conns_refused", func(p *Phase) string { return i(p.ConnsRefused) }},
+	{"dropped", "conns_dropped", func(p *Phase) string { return i(p.ConnsDropped) }},
+	{"likes/s", "likes_per_sec", func(p *Phase) string { return f0(p.LikesPerSec) }},
+	{"like err", "like_errors", func(p *Phase) string { return i64(p.LikeErrors) }},
+	{"like p50", "like_p50_ms", func(p *Phase) string { return ms(p.LikeP50Ms) }},
+	{"like p99", "like_p99_ms", func(p *Phase) string { return ms(p.LikeP99Ms) }},
+	{"events/s", "events_per_sec", func(p *Phase) string { return f0(p.EventsPerSec) }},
+	{"deliv %", "delivery_pct", func(p *Phase) string { return pct(p.DeliveryPct) }},
+	{"conv %", "convergence_pct", func(p *Phase) string { return pct(p.ConvergencePct) }},
+	{"lat p50", "latency_p50_ms", func(p *Phase) string { return ms(p.LatencyP50Ms) }},
+	{"lat p99", "latency_p99_ms", func(p *Phase) string { return ms(p.LatencyP99Ms) }},
+	{"lat p99.9", "latency_p999_ms", func(p *Phase) string { return ms(p.LatencyP999Ms) }},
+	{"nodes CPU%", "nodes_cpu_pct", func(p *Phase) string { return pct0(p.NodesCPUPct) }},
+	{"KiB/conn idle", "mem_per_conn_idle_kib", func(p *Phase) string { return kib(p.MemPerConnIdleB) }},
+	{"KiB/conn", "mem_per_conn_kib", func(p *Phase) string { return kib(p.MemPerConnB) }},
+	{"gen CPU%", "generator_cpu_pct", func(p *Phase) string { return pct0(p.GenCPUPct) }},
+	{"gen cores busy%", "generator_cores_busy_pct", func(p *Phase) string { return pct0(p.GenCoreBusyPct) }},
+	{"gen saturated", "generator_saturated", func(p *Phase) string { return yes(p.GenSaturated) }},
+}

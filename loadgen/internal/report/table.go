@@ -1,0 +1,50 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table writes the ramp as aligned text: a row per phase, then each node per phase, then notes.
+// Latencies are milliseconds; CPU is percent of one core.
+func Table(w io.Writer, r *Result) error {
+	fmt.Fprintf(w, "ramp: %s, %d posts, warmup %s, window %s, %d fanout node(s), generator on %d CPU(s)\n",
+		r.Mode, r.Posts, r.Warmup, r.Window, len(r.Nodes), r.GenCPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	heads := make([]string, len(columns))
+	for k, c := range columns {
+		heads[k] = c.head
+	}
+	fmt.Fprintln(tw, strings.Join(heads, "\t")+"\t")
+	for k := range r.Phases {
+		row := make([]string, len(columns))
+		for j, c := range columns {
+			row[j] = c.value(&r.Phases[k])
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nper node (memory: "+r.MemMethod+"):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "conns\tnode\tviewers\tCPU%\tRSS MiB\tKiB/conn idle\tKiB/conn\t")
+	for k := range r.Phases {
+		p := &r.Phases[k]
+		for _, n := range p.Nodes {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.ConnsWanted, n.URL, n.Viewers.format(0),
+				n.CPUPct.format(0), (n.RSSBytes / (1 << 20)).format(1), kib(n.MemPerConnIdleB), kib(n.MemPerConnB))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for k := range r.Phases {
+		for _, note := range r.Phases[k].Notes {
+			fmt.Fprintf(w, "note (%d conns): %s\n", r.Phases[k].ConnsWanted, note)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/likes/likes/loadgen/internal/ramp"
+	"github.com/likes/likes/loadgen/internal/report"
+	"github.com/likes/likes/loadgen/internal/worker"
+)
+
+const usage = `usage: loadgen ramp [flags]     ramp viewers and likes against a running deployment
+       loadgen ramp --help        list the ramp's flags
+       loadgen worker             (internal) hold viewers for a ramp, driven over stdin/stdout
+`
+
+// run dispatches the subcommand. The OS is passed in so tests can call it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) < 2 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("missing command")
+	}
+	switch args[1] {
+	case "ramp":
+		return runRamp(ctx, args, getenv, stdout, stderr)
+	case "worker":
+		return runWorker(ctx, stdin, stdout)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[1])
+}
+
+func runRamp(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, out, err := loadConfig(ctx, args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	res, runErr := ramp.Run(ctx, cfg, stderr)
+	if res == nil {
+		return runErr
+	}
+	return errors.Join(runErr, write(res, out, stdout))
+}
+
+// write prints the result (table, or JSON with --json) and writes the CSV and HTML files asked for.
+func write(res *report.Result, out outputs, stdout io.Writer) error {
+	var err error
+	if out.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	} else {
+		err = report.Table(stdout, res)
+	}
+	if out.csv != "" {
+		err = errors.Join(err, writeFile(out.csv, res, report.CSV))
+	}
+	if out.html != "" {
+		err = errors.Join(err, writeFile(out.html, res, report.HTML))
+	}
+	return err
+}
+
+func writeFile(path string, res *report.Result, f func(io.Writer, *report.Result) error) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f(file, res); err != nil {
+		file.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return file.Close()
+}
+
+// runWorker serves a coordinator over stdin/stdout. It ignores Ctrl-C, which the terminal sends
+// to the whole process group: the coordinator decides when workers stop (it closes their stdin),
+// so it can still collect and print what was measured.
+func runWorker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	signal.Ignore(os.Interrupt)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+	return worker.Serve(ctx, stdin, stdout)
+}
