@@ -1,0 +1,276 @@
+package deploytest
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// loadCompose loads docker-compose.yml with every profile enabled and env as the only
+// environment, as `docker compose` would see it.
+func loadCompose(t *testing.T, env ...string) *types.Project {
+	t.Helper()
+	opts, err := cli.NewProjectOptions(
+		[]string{filepath.Join(repoRoot, "docker-compose.yml")},
+		cli.WithWorkingDirectory(repoRoot),
+		cli.WithEnv(env),
+		cli.WithProfiles([]string{"*"}),
+	)
+	if err != nil {
+		t.Fatalf("compose options: %v", err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("load docker-compose.yml: %v", err)
+	}
+	return p
+}
+
+// likesServices returns the services built from this repository, by the program they run.
+func likesServices(t *testing.T, p *types.Project) map[string]types.ServiceConfig {
+	t.Helper()
+	out := map[string]types.ServiceConfig{}
+	for _, s := range p.Services {
+		if s.Build == nil {
+			continue
+		}
+		prog := s.Build.Args["SERVICE"]
+		if prog == nil || *prog == "" {
+			t.Errorf("service %s builds without a SERVICE build arg", s.Name)
+			continue
+		}
+		out[*prog] = s
+	}
+	return out
+}
+
+func TestComposeServices(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"redis", "writer-svc", "fanout-svc", "haproxy", "loadgen"} {
+		if _, ok := p.Services[name]; !ok {
+			t.Errorf("docker-compose.yml has no service %s", name)
+		}
+	}
+	writer := p.Services["writer-svc"]
+	if got := writer.GetScale(); got != 2 {
+		t.Errorf("writer-svc replicas = %d; want 2", got)
+	}
+	if got := p.Services["loadgen"].Profiles; !slices.Equal(got, []string{"bench"}) {
+		t.Errorf("loadgen profiles = %v; want [bench] so that `up` does not start it", got)
+	}
+	plain := loadComposeProfiles(t, nil)
+	if _, ok := plain.Services["loadgen"]; ok {
+		t.Errorf("loadgen is enabled without the bench profile")
+	}
+}
+
+func loadComposeProfiles(t *testing.T, profiles []string) *types.Project {
+	t.Helper()
+	opts, err := cli.NewProjectOptions([]string{filepath.Join(repoRoot, "docker-compose.yml")},
+		cli.WithWorkingDirectory(repoRoot), cli.WithEnv(nil), cli.WithProfiles(profiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("load docker-compose.yml: %v", err)
+	}
+	return p
+}
+
+// TestComposeBuilds checks that every built service points at a Dockerfile that exists, a stage
+// that exists in it and a program directory with a main package.
+func TestComposeBuilds(t *testing.T) {
+	p := loadCompose(t)
+	for _, s := range p.Services {
+		if s.Build == nil {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			path := s.Build.Dockerfile
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(s.Build.Context, path)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("build.dockerfile: %v", err)
+			}
+			d := readDockerfile(t, path)
+			if s.Build.Target != "" && d.stage(s.Build.Target) == nil {
+				t.Errorf("build.target %q is not a stage of %s", s.Build.Target, path)
+			}
+			if prog := s.Build.Args["SERVICE"]; prog != nil {
+				if _, err := os.Stat(filepath.Join(s.Build.Context, *prog)); err != nil {
+					t.Errorf("build arg SERVICE=%s: no such directory in the build context", *prog)
+				}
+			}
+			if s.Image == "" || strings.HasSuffix(s.Image, ":latest") || !strings.Contains(s.Image, ":") {
+				t.Errorf("image %q: want an explicit non-latest tag, so scaled replicas share one build", s.Image)
+			}
+		})
+	}
+}
+
+// TestComposeEnvironmentIsRead checks every variable set on a likes service against the
+// variables its binary names in --help: a misspelt variable is silently ignored at run time.
+func TestComposeEnvironmentIsRead(t *testing.T) {
+	p := loadCompose(t)
+	for prog, s := range likesServices(t, p) {
+		if len(s.Environment) == 0 {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			read := programEnv(t, prog)
+			for name := range s.Environment {
+				if !read[name] {
+					t.Errorf("%s sets %s, which %s does not read (its --help names %d variables)", s.Name, name, prog, len(read))
+				}
+			}
+		})
+	}
+}
+
+// TestComposeLoadgenFlags checks that the flags compose passes loadgen exist.
+func TestComposeLoadgenFlags(t *testing.T) {
+	s := loadCompose(t).Services["loadgen"]
+	args := append(slices.Clone([]string(s.Entrypoint)), s.Command...)
+	if len(args) == 0 || args[0] != "/app" {
+		t.Fatalf("loadgen entrypoint %v; want /app first (the Dockerfile's binary)", args)
+	}
+	args = args[1:]
+	var sub []string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub = []string{args[0]}
+	}
+	help := helpText(t, "loadgen", sub...)
+	flags := helpFlags(help)
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !flags[name] {
+			t.Errorf("loadgen %v: flag --%s is not in its --help:\n%s", sub, name, help)
+		}
+	}
+	if !slices.Contains(args, "http://fanout-svc:8090") {
+		t.Errorf("loadgen args %v do not name fanout-svc by its Compose DNS name", args)
+	}
+}
+
+// TestComposeScaledServicesPublishNoHostPort: two replicas cannot bind one host port, so only the
+// unscaled balancer publishes ports.
+func TestComposeScaledServicesPublishNoHostPort(t *testing.T) {
+	p := loadCompose(t)
+	for _, s := range p.Services {
+		scalable := s.Build != nil || s.GetScale() > 1 // s is a copy; GetScale needs its address
+		if scalable && len(s.Ports) > 0 {
+			t.Errorf("%s publishes %v; scaled services must publish no host port", s.Name, s.Ports)
+		}
+	}
+	if len(p.Services["haproxy"].Ports) == 0 {
+		t.Errorf("haproxy publishes no port; it is the only way in")
+	}
+}
+
+// TestComposeHealthAndOrder checks that each server has a health check on its own port and that
+// every depends_on waits for a check that exists, so `docker compose up --wait` converges.
+func TestComposeHealthAndOrder(t *testing.T) {
+	p := loadCompose(t)
+	for _, s := range p.Services {
+		if s.Name != "loadgen" && (s.HealthCheck == nil || len(s.HealthCheck.Test) == 0) {
+			t.Errorf("%s has no healthcheck", s.Name)
+		}
+		for dep, cond := range s.DependsOn {
+			target, ok := p.Services[dep]
+			if !ok {
+				t.Errorf("%s depends on unknown service %s", s.Name, dep)
+				continue
+			}
+			if cond.Condition != types.ServiceConditionHealthy {
+				t.Errorf("%s depends_on %s with condition %q; want %s", s.Name, dep, cond.Condition, types.ServiceConditionHealthy)
+			}
+			if target.HealthCheck == nil {
+				t.Errorf("%s waits for %s to be healthy, which has no healthcheck", s.Name, dep)
+			}
+		}
+	}
+	for prog, s := range likesServices(t, p) {
+		if prog == "loadgen" {
+			continue
+		}
+		port := listenPort(t, s)
+		want := "http://127.0.0.1:" + port + "/readyz"
+		if got := s.HealthCheck.Test; !slices.Equal(got, []string{"CMD", "/healthcheck", want}) {
+			t.Errorf("%s healthcheck %v; want [CMD /healthcheck %s]", s.Name, got, want)
+		}
+		if !slices.Contains(s.Expose, port) {
+			t.Errorf("%s exposes %v; want its listen port %s", s.Name, s.Expose, port)
+		}
+	}
+}
+
+// listenPort returns the port of a service's LISTEN_ADDR.
+func listenPort(t *testing.T, s types.ServiceConfig) string {
+	t.Helper()
+	v := s.Environment["LISTEN_ADDR"]
+	if v == nil {
+		t.Fatalf("%s sets no LISTEN_ADDR", s.Name)
+	}
+	_, port, err := net.SplitHostPort(*v)
+	if err != nil {
+		t.Fatalf("%s LISTEN_ADDR %q: %v", s.Name, *v, err)
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		t.Fatalf("%s LISTEN_ADDR %q: port is not a number", s.Name, *v)
+	}
+	return port
+}
+
+// TestComposeRedisDurability checks the append-only file and that APPENDFSYNC selects its fsync
+// policy, everysec by default.
+func TestComposeRedisDurability(t *testing.T) {
+	tests := []struct {
+		give []string
+		want string
+	}{
+		{give: nil, want: "everysec"},
+		{give: []string{"APPENDFSYNC=always"}, want: "always"},
+	}
+	for _, tt := range tests {
+		redis := loadCompose(t, tt.give...).Services["redis"]
+		cmd := strings.Join(redis.Command, " ")
+		if !strings.Contains(cmd, "--appendonly yes") {
+			t.Errorf("redis command %q lacks --appendonly yes", cmd)
+		}
+		if !strings.Contains(cmd, "--appendfsync "+tt.want) {
+			t.Errorf("env %v: redis command %q; want --appendfsync %s", tt.give, cmd, tt.want)
+		}
+		if !strings.HasPrefix(redis.Image, "redis:7.") {
+			t.Errorf("redis image %s; want a pinned redis:7.x", redis.Image)
+		}
+		var dataOnVolume bool
+		for _, v := range redis.Volumes {
+			dataOnVolume = dataOnVolume || (v.Type == types.VolumeTypeVolume && v.Target == "/data")
+		}
+		if !dataOnVolume || !strings.Contains(cmd, "--dir /data") {
+			t.Errorf("redis keeps its AOF outside a named volume at /data: volumes %v, command %q", redis.Volumes, cmd)
+		}
+	}
+}
+
+// TestComposeImagesPinned: every image pulled (not built here) names a version.
+func TestComposeImagesPinned(t *testing.T) {
+	for _, s := range loadCompose(t).Services {
+		if s.Build == nil && !imagePinned(s.Image) {
+			t.Errorf("%s image %q is not pinned to a version", s.Name, s.Image)
+		}
+	}
+}

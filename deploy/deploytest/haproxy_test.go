@@ -1,0 +1,241 @@
+package deploytest
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// haproxyConfig is compose/haproxy.cfg split into sections ("frontend likes", "backend x", ...),
+// each a list of keyword lines with comments removed.
+type haproxyConfig map[string][][]string
+
+// readHAProxy parses an haproxy configuration: section headers start in column 0, their keyword
+// lines are indented.
+func readHAProxy(t *testing.T, path string) haproxyConfig {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read haproxy config: %v", err)
+	}
+	cfg := haproxyConfig{}
+	var section string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if line[0] != ' ' && line[0] != '\t' {
+			section = strings.Join(fields, " ")
+			cfg[section] = nil
+			continue
+		}
+		cfg[section] = append(cfg[section], fields)
+	}
+	return cfg
+}
+
+// sections returns the names of the sections of one kind ("frontend", "backend").
+func (c haproxyConfig) sections(kind string) []string {
+	var names []string
+	for s := range c {
+		if name, ok := strings.CutPrefix(s, kind+" "); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// lines returns the lines of a section whose keywords start with words.
+func (c haproxyConfig) lines(section string, words ...string) [][]string {
+	var out [][]string
+	for _, l := range c[section] {
+		if len(l) >= len(words) && slices.Equal(l[:len(words)], words) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// value returns the argument after words in a section, "" when absent.
+func (c haproxyConfig) value(section string, words ...string) string {
+	l := c.lines(section, words...)
+	if len(l) == 0 || len(l[0]) <= len(words) {
+		return ""
+	}
+	return l[0][len(words)]
+}
+
+// haproxyDuration parses an haproxy time value (default unit milliseconds).
+func haproxyDuration(t *testing.T, v string) time.Duration {
+	t.Helper()
+	if v == "" {
+		return 0
+	}
+	if _, err := strconv.Atoi(v); err == nil {
+		v += "ms"
+	}
+	if strings.HasSuffix(v, "d") {
+		n, err := strconv.Atoi(strings.TrimSuffix(v, "d"))
+		if err != nil {
+			t.Fatalf("haproxy duration %q: %v", v, err)
+		}
+		return time.Duration(n) * 24 * time.Hour
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("haproxy duration %q: %v", v, err)
+	}
+	return d
+}
+
+func bindPort(t *testing.T, cfg haproxyConfig, frontend string) string {
+	t.Helper()
+	addr := cfg.value("frontend "+frontend, "bind")
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("frontend %s bind %q: %v", frontend, addr, err)
+	}
+	return port
+}
+
+// TestHAProxyRoutesToComposeServices checks that every backend server names a compose service
+// and the port that service listens on, and that each public port reaches the right service.
+func TestHAProxyRoutesToComposeServices(t *testing.T) {
+	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	p := loadCompose(t)
+	backends := map[string]string{} // backend -> compose service
+	for _, b := range cfg.sections("backend") {
+		servers := append(cfg.lines("backend "+b, "server-template"), cfg.lines("backend "+b, "server")...)
+		if len(servers) == 0 {
+			t.Errorf("backend %s has no servers", b)
+		}
+		for _, l := range servers {
+			addr := l[2]
+			if l[0] == "server-template" {
+				addr = l[3]
+			}
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Errorf("backend %s: server address %q: %v", b, addr, err)
+				continue
+			}
+			s, ok := p.Services[host]
+			if !ok {
+				t.Errorf("backend %s routes to %s, which is no compose service", b, host)
+				continue
+			}
+			if want := listenPort(t, s); port != want {
+				t.Errorf("backend %s routes to %s:%s; %s listens on %s", b, host, port, host, want)
+			}
+			backends[b] = host
+		}
+	}
+	routes := map[string]string{} // public port -> compose service
+	for _, f := range cfg.sections("frontend") {
+		if b := cfg.value("frontend "+f, "default_backend"); b != "" {
+			if _, ok := backends[b]; !ok {
+				t.Errorf("frontend %s: default_backend %s is not a backend", f, b)
+			}
+			routes[bindPort(t, cfg, f)] = backends[b]
+		}
+	}
+	want := map[string]string{"8080": "writer-svc", "8090": "fanout-svc"}
+	for port, svc := range want {
+		if routes[port] != svc {
+			t.Errorf("haproxy port %s routes to %q; want %s", port, routes[port], svc)
+		}
+	}
+	var published []string
+	for _, pc := range p.Services["haproxy"].Ports {
+		published = append(published, strconv.Itoa(int(pc.Target)))
+	}
+	for _, f := range cfg.sections("frontend") {
+		if port := bindPort(t, cfg, f); !slices.Contains(published, port) {
+			t.Errorf("frontend %s binds %s, which compose does not publish (publishes %v)", f, port, published)
+		}
+	}
+}
+
+// TestHAProxyStreamSettings checks what SSE needs from the balancer.
+func TestHAProxyStreamSettings(t *testing.T) {
+	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	const fanout = "backend fanout-svc"
+	if got := cfg.value(fanout, "balance"); got != "leastconn" {
+		t.Errorf("fanout balance %q; want leastconn", got)
+	}
+	for _, kw := range []string{"server", "tunnel"} {
+		if d := haproxyDuration(t, cfg.value(fanout, "timeout", kw)); d < 10*time.Minute {
+			t.Errorf("fanout timeout %s = %v; want >= 10m, streams are long-lived", kw, d)
+		}
+	}
+	if d := haproxyDuration(t, cfg.value("frontend streams", "timeout", "client")); d < 10*time.Minute {
+		t.Errorf("streams frontend timeout client = %v; want >= 10m", d)
+	}
+	if d := haproxyDuration(t, cfg.value("defaults", "timeout", "http-request")); d == 0 || d > 30*time.Second {
+		t.Errorf("defaults timeout http-request = %v; want a bound of at most 30s", d)
+	}
+	for section, lines := range cfg {
+		for _, l := range lines {
+			if l[0] == "compression" || slices.Contains(l, "http-buffer-request") {
+				t.Errorf("%s: %v would buffer or compress event streams", section, l)
+			}
+		}
+	}
+	for _, b := range cfg.sections("backend") {
+		if len(cfg.lines("backend "+b, "option", "httpchk")) == 0 ||
+			!slices.Equal(cfg.lines("backend "+b, "http-check", "send")[0], []string{"http-check", "send", "meth", "GET", "uri", "/readyz"}) {
+			t.Errorf("backend %s does not health check GET /readyz", b)
+		}
+	}
+	def := cfg.lines("defaults", "default-server")
+	if len(def) == 0 || !slices.Contains(def[0], "resolvers") || !slices.Contains(def[0], "check") {
+		t.Fatalf("default-server %v; want DNS resolvers and checks on every server", def)
+	}
+	resolvers := def[0][slices.Index(def[0], "resolvers")+1]
+	if ns := cfg.lines("resolvers "+resolvers, "nameserver"); len(ns) == 0 || ns[0][2] != "127.0.0.11:53" {
+		t.Errorf("resolvers %s nameservers %v; want Compose's DNS at 127.0.0.11:53", resolvers, ns)
+	}
+}
+
+// TestHAProxyConfigValid runs haproxy's own checker on the file compose mounts.
+func TestHAProxyConfigValid(t *testing.T) {
+	bin := haproxyBinary(t)
+	path := filepath.Join(repoRoot, "compose", "haproxy.cfg")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "-c", "-f", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("haproxy -c -f %s: %v\n%s", path, err, out)
+	}
+	if strings.Contains(string(out), "WARNING") {
+		t.Errorf("haproxy -c warns:\n%s", out)
+	}
+	var mounted bool
+	for _, v := range loadCompose(t).Services["haproxy"].Volumes {
+		mounted = mounted || (v.Source == path && v.Target == "/usr/local/etc/haproxy/haproxy.cfg" && v.ReadOnly)
+	}
+	if !mounted {
+		t.Errorf("compose does not mount %s read-only at the image's config path", path)
+	}
+}
+
+func haproxyBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatalf("haproxy not found on PATH: install it (apt-get install -y haproxy) and rerun")
+	}
+	return bin
+}
