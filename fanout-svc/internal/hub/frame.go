@@ -10,6 +10,7 @@ import (
 // a microsecond watermark that lets a reconnecting viewer resume across all its posts.
 type frame struct {
 	u      update.Update
+	seq    uint64 // position in the post's sequence of frames
 	single []byte
 	multi  []byte
 }

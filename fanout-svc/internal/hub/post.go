@@ -1,15 +1,25 @@
 package hub
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
+// ringSize is how many recent frames a post keeps for shards that fall behind. A shard that is
+// more than ringSize updates behind on a post skips to the newest (conflation); within it, it
+// delivers every update, batched.
+const ringSize = 64
+
 // Post is a post with local viewers (or with viewers arriving): the node holds exactly one Redis
-// subscription for it while it exists. Its newest frame is shared by all shards.
+// subscription for it while it exists. Its recent frames are shared by all shards.
 type Post struct {
 	id     string
 	latest atomic.Pointer[frame]
+
+	mu   sync.Mutex // guards ring and seq
+	ring [ringSize]*frame
+	seq  uint64 // frames accepted so far; frame n is ring[n%ringSize]
 
 	// Guarded by Hub.mu.
 	refs       int
@@ -21,15 +31,33 @@ type Post struct {
 // ID returns the post id.
 func (p *Post) ID() string { return p.id }
 
-// offer makes f the post's newest frame unless a frame of the same or a later version is there.
+// offer appends f as the post's newest frame unless a frame of the same or a later version is
+// there (a delayed or duplicated message).
 func (p *Post) offer(f *frame) bool {
-	for {
-		old := p.latest.Load()
-		if old != nil && old.u.TS >= f.u.TS {
-			return false
-		}
-		if p.latest.CompareAndSwap(old, f) {
-			return true
-		}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old := p.latest.Load(); old != nil && old.u.TS >= f.u.TS {
+		return false
 	}
+	p.seq++
+	f.seq = p.seq
+	p.ring[p.seq%ringSize] = f
+	p.latest.Store(f)
+	return true
+}
+
+// since appends to dst the frames after sequence number seq, oldest first. skipped reports how
+// many frames after seq are no longer in the ring.
+func (p *Post) since(seq uint64, dst []*frame) (frames []*frame, skipped uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	from := seq + 1
+	if p.seq >= ringSize && from < p.seq-ringSize+1 {
+		skipped = p.seq - ringSize + 1 - from
+		from = p.seq - ringSize + 1
+	}
+	for n := from; n <= p.seq; n++ {
+		dst = append(dst, p.ring[n%ringSize])
+	}
+	return dst, skipped
 }

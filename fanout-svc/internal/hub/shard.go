@@ -34,23 +34,24 @@ type shard struct {
 	spareAdds []*Viewer
 
 	// Owned by the loop.
-	now        int64
-	posts      map[*Post]*shardPost
-	viewers    map[int]*viewer
-	doomed     []*viewer
-	scratch    []byte
-	readBuf    []byte
-	winPosts   []*shardPost
-	winViewers []*viewer
-	flushAt    int64
-	held       []*shardPost
-	nextTick   int64
-	tick       int64
-	drainStart int64
-	drainEnd   int64
-	drainTotal int
-	draining   bool
-	counts     counts
+	now          int64
+	posts        map[*Post]*shardPost
+	viewers      map[int]*viewer
+	doomed       []*viewer
+	scratch      []byte
+	readBuf      []byte
+	batchPosts   []*shardPost
+	batchViewers []*viewer
+	frameBuf     []*frame
+	flushAt      int64
+	held         []*shardPost
+	nextTick     int64
+	tick         int64
+	drainStart   int64
+	drainEnd     int64
+	drainTotal   int
+	draining     bool
+	counts       counts
 }
 
 func newShard(id int, h *Hub) (*shard, error) {
@@ -161,7 +162,7 @@ func (s *shard) processInbox() bool {
 		return false
 	}
 	for p := range dirty {
-		s.deliverPost(p)
+		s.collect(p)
 	}
 	clear(dirty)
 	s.spareDirt = dirty
@@ -177,15 +178,19 @@ func (s *shard) processInbox() bool {
 	return true
 }
 
-// deliverPost sends p's newest frame to the shard's viewers of p, or holds it for the rate cap or
-// the flush window.
-func (s *shard) deliverPost(p *Post) {
+// collect appends p's frames that this shard has not processed yet to the post's current batch
+// (or holds them for the rate cap). Batches are written by flushBatches: at once, or when the
+// flush window closes.
+func (s *shard) collect(p *Post) {
 	sp := s.posts[p]
 	if sp == nil {
 		return
 	}
-	f := p.latest.Load()
-	if f == nil || sp.current != nil && f.u.TS <= sp.current.u.TS {
+	var seen uint64
+	if sp.current != nil {
+		seen = sp.current.seq
+	}
+	if p.latest.Load() == nil || p.latest.Load().seq <= seen {
 		return
 	}
 	if s.cfg.PostRate > 0 {
@@ -197,29 +202,19 @@ func (s *shard) deliverPost(p *Post) {
 			return
 		}
 		sp.nextAllowed = s.now + int64(float64(time.Second)/s.cfg.PostRate)
-	}
-	sp.current = f
-	if s.cfg.FlushWindow > 0 {
-		s.addToWindow(sp, f)
+		// A capped post shows its newest value at the display rate, never its history.
+		f := p.latest.Load()
+		s.counts.conflated += int64(f.seq-seen-1) * int64(len(sp.members))
+		s.addToBatch(sp, f)
 		return
 	}
-	for _, m := range sp.members {
-		s.send(m.v, m.slot, f)
+	frames, skipped := p.since(seen, s.frameBuf[:0])
+	s.counts.conflated += int64(skipped) * int64(len(sp.members))
+	for i, f := range frames {
+		s.addToBatch(sp, f)
+		frames[i] = nil
 	}
-}
-
-// send gives frame f of slot i to v now, or marks it owed if v's socket is full.
-func (s *shard) send(v *viewer, i int, f *frame) {
-	sl := &v.slots[i]
-	if v.doomed || f.u.TS <= sl.sent {
-		return
-	}
-	if v.blocked() {
-		s.owe(v, i)
-		return
-	}
-	sl.sent = f.u.TS
-	s.write(v, f.bytesFor(v.multi), 1)
+	s.frameBuf = frames[:0]
 }
 
 // owe marks slot i's newest frame as owed to v once its socket drains. A frame already owed is
@@ -299,35 +294,38 @@ func (s *shard) flushViewer(v *viewer) {
 	}
 }
 
-// addToWindow collects f into the post's frames of the current flush window. Past MaxBatchFrames
-// the window keeps only the newest frame: a viewer then gets the newest count, not the history.
-func (s *shard) addToWindow(sp *shardPost, f *frame) {
-	if !sp.inWindow {
-		sp.inWindow = true
-		sp.winSingle, sp.winMulti, sp.winFrames = sp.winSingle[:0], sp.winMulti[:0], 0
-		sp.winFirstTS = f.u.TS
-		s.winPosts = append(s.winPosts, sp)
-		if s.flushAt == 0 {
+// addToBatch appends f to the post's batch: the frames its viewers are owed at the next flush,
+// concatenated once in both id forms and shared by every viewer. Past MaxBatchFrames the batch
+// keeps only the newest frame: a viewer then gets the newest count, not the history.
+func (s *shard) addToBatch(sp *shardPost, f *frame) {
+	sp.current = f
+	if !sp.inBatch {
+		sp.inBatch = true
+		sp.batchSingle, sp.batchMulti, sp.batchFrames = sp.batchSingle[:0], sp.batchMulti[:0], 0
+		sp.batchFirstTS = f.u.TS
+		s.batchPosts = append(s.batchPosts, sp)
+		if s.cfg.FlushWindow > 0 && s.flushAt == 0 {
 			s.flushAt = s.now + int64(s.cfg.FlushWindow)
 		}
 	}
-	if sp.winFrames >= s.cfg.MaxBatchFrames {
-		s.counts.conflated += int64(sp.winFrames * len(sp.members))
-		sp.winSingle, sp.winMulti, sp.winFrames = sp.winSingle[:0], sp.winMulti[:0], 0
-		sp.winFirstTS = f.u.TS
+	if sp.batchFrames >= s.cfg.MaxBatchFrames {
+		s.counts.conflated += int64(sp.batchFrames * len(sp.members))
+		sp.batchSingle, sp.batchMulti, sp.batchFrames = sp.batchSingle[:0], sp.batchMulti[:0], 0
+		sp.batchFirstTS = f.u.TS
 	}
 	if len(sp.members) > sp.nMulti {
-		sp.winSingle = append(sp.winSingle, f.single...)
+		sp.batchSingle = append(sp.batchSingle, f.single...)
 	}
 	if sp.nMulti > 0 {
-		sp.winMulti = append(sp.winMulti, f.multi...)
+		sp.batchMulti = append(sp.batchMulti, f.multi...)
 	}
-	sp.winFrames++
+	sp.batchFrames++
 }
 
-// flushWindow writes each viewer's frames of the closing window in one write.
-func (s *shard) flushWindow() {
-	for _, sp := range s.winPosts {
+// flushBatches writes each viewer's owed frames: one write per single-post viewer (the post's
+// shared batch bytes), one write per multi-post viewer (its posts' batches concatenated).
+func (s *shard) flushBatches() {
+	for _, sp := range s.batchPosts {
 		if sp.gone {
 			continue
 		}
@@ -337,10 +335,10 @@ func (s *shard) flushWindow() {
 				continue
 			}
 			if v.multi {
-				v.winDirty |= 1 << uint(m.slot)
-				if !v.inWinList {
-					v.inWinList = true
-					s.winViewers = append(s.winViewers, v)
+				v.batchDirty |= 1 << uint(m.slot)
+				if !v.inBatchList {
+					v.inBatchList = true
+					s.batchViewers = append(s.batchViewers, v)
 				}
 				continue
 			}
@@ -348,46 +346,48 @@ func (s *shard) flushWindow() {
 				s.owe(v, 0)
 				continue
 			}
-			if b, n := windowBytes(v, 0); len(b) > 0 {
+			if b, n := batchBytes(v, 0); len(b) > 0 {
 				s.write(v, b, n)
 			}
 		}
 	}
-	for _, v := range s.winViewers {
-		v.inWinList = false
+	for _, v := range s.batchViewers {
+		v.inBatchList = false
 		if v.doomed {
-			v.winDirty = 0
+			v.batchDirty = 0
 			continue
 		}
 		if v.blocked() {
-			s.counts.conflated += int64(bits.OnesCount64(v.winDirty & v.dirty))
-			v.dirty |= v.winDirty
-			v.winDirty = 0
+			s.counts.conflated += int64(bits.OnesCount64(v.batchDirty & v.dirty))
+			v.dirty |= v.batchDirty
+			v.batchDirty = 0
 			continue
 		}
 		buf := s.scratch[:0]
 		var frames int64
-		for d := v.winDirty; d != 0; d &= d - 1 {
-			b, n := windowBytes(v, bits.TrailingZeros64(d))
+		for d := v.batchDirty; d != 0; d &= d - 1 {
+			b, n := batchBytes(v, bits.TrailingZeros64(d))
 			buf = append(buf, b...)
 			frames += n
 		}
-		v.winDirty = 0
+		v.batchDirty = 0
 		s.scratch = buf[:0]
 		if len(buf) > 0 {
 			s.write(v, buf, frames)
 		}
 	}
-	for _, sp := range s.winPosts {
-		sp.inWindow = false
+	for i, sp := range s.batchPosts {
+		sp.inBatch = false
+		s.batchPosts[i] = nil
 	}
-	s.winPosts, s.winViewers, s.flushAt = s.winPosts[:0], s.winViewers[:0], 0
+	clear(s.batchViewers)
+	s.batchPosts, s.batchViewers, s.flushAt = s.batchPosts[:0], s.batchViewers[:0], 0
 }
 
-// windowBytes returns what slot i of v is owed at the end of a flush window: every frame of the
-// window (shared bytes), or only the newest if v already had part of the window (it joined or
-// was resumed mid-window). It records the newest as sent.
-func windowBytes(v *viewer, i int) ([]byte, int64) {
+// batchBytes returns what slot i of v is owed from its post's batch: every frame of the batch
+// (shared bytes), or only the newest if v already had part of it (it joined mid-batch). It
+// records the newest as sent.
+func batchBytes(v *viewer, i int) ([]byte, int64) {
 	sl := &v.slots[i]
 	sp := sl.sp
 	cur := sp.current
@@ -396,13 +396,13 @@ func windowBytes(v *viewer, i int) ([]byte, int64) {
 	}
 	prev := sl.sent
 	sl.sent = cur.u.TS
-	if prev >= sp.winFirstTS || sp.winFrames == 0 {
+	if prev >= sp.batchFirstTS || sp.batchFrames == 0 {
 		return cur.bytesFor(v.multi), 1
 	}
 	if v.multi {
-		return sp.winMulti, int64(sp.winFrames)
+		return sp.batchMulti, int64(sp.batchFrames)
 	}
-	return sp.winSingle, int64(sp.winFrames)
+	return sp.batchSingle, int64(sp.batchFrames)
 }
 
 // register adopts a new viewer: links it to its posts, writes the preamble and the current state
@@ -460,11 +460,11 @@ func (s *shard) register(nv *Viewer) {
 
 // runTimers handles the flush window, rate-capped posts, heartbeats, stalls and draining.
 func (s *shard) runTimers() {
-	if s.flushAt != 0 && s.now >= s.flushAt {
-		s.flushWindow()
-	}
 	if len(s.held) > 0 {
 		s.releaseHeld()
+	}
+	if len(s.batchPosts) > 0 && (s.cfg.FlushWindow == 0 || s.now >= s.flushAt) {
+		s.flushBatches()
 	}
 	if s.draining {
 		s.drainStep()
@@ -486,7 +486,7 @@ func (s *shard) releaseHeld() {
 			continue
 		}
 		sp.held = false
-		s.deliverPost(sp.post)
+		s.collect(sp.post)
 	}
 	clear(s.held[len(keep):])
 	s.held = keep

@@ -20,10 +20,10 @@ type viewer struct {
 	// and new updates only set dirty bits. Bounded by one batch of frames.
 	pending      []byte
 	dirty        uint64 // posts (slot bits) whose newest frame is owed once the socket drains
-	winDirty     uint64 // multi-post viewers: posts with frames in the current flush window
+	batchDirty   uint64 // multi-post viewers: posts with frames in the batch being flushed
 	blockedSince int64
 	lastWrite    int64
-	inWinList    bool
+	inBatchList  bool
 	doomed       bool
 	onClose      func()
 }
@@ -51,12 +51,12 @@ type shardPost struct {
 	nMulti  int
 	gone    bool // no viewers left; dropped from the shard
 
-	// Flush window: frames of this post since the window opened, in both id forms.
-	inWindow   bool
-	winSingle  []byte
-	winMulti   []byte
-	winFirstTS int64
-	winFrames  int
+	// Batch: frames of this post not yet flushed to its viewers, in both id forms.
+	inBatch      bool
+	batchSingle  []byte
+	batchMulti   []byte
+	batchFirstTS int64
+	batchFrames  int
 
 	// Rate cap.
 	nextAllowed int64

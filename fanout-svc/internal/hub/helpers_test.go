@@ -1,0 +1,208 @@
+package hub
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/update"
+)
+
+// recordingSubscriber stands in for the relay: the hub's contract with Redis is only "subscribed
+// now" and "unsubscribe now", and these tests are about sockets.
+type recordingSubscriber struct {
+	mu    sync.Mutex
+	subs  map[string]int
+	unsub map[string]int
+}
+
+func newRecordingSubscriber() *recordingSubscriber {
+	return &recordingSubscriber{subs: map[string]int{}, unsub: map[string]int{}}
+}
+
+func (r *recordingSubscriber) Subscribe(_ context.Context, post string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.subs[post]++
+	return nil
+}
+
+func (r *recordingSubscriber) Unsubscribe(post string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unsub[post]++
+}
+
+func (r *recordingSubscriber) counts(post string) (subs, unsubs int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.subs[post], r.unsub[post]
+}
+
+func newTestHub(t testing.TB, cfg Config) (*Hub, *recordingSubscriber) {
+	t.Helper()
+	sub := newRecordingSubscriber()
+	if cfg.UnsubscribeGrace == 0 {
+		cfg.UnsubscribeGrace = 20 * time.Millisecond
+	}
+	h, err := New(cfg, sub, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h, sub
+}
+
+// tcpPair returns both ends of a loopback TCP connection: the server end for the hub, the client
+// end for the test.
+func tcpPair(t testing.TB) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() { // exits after one accept or when the listener closes
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close() })
+	return server, client
+}
+
+// reader consumes a viewer's stream in the background and keeps what it decoded.
+type reader struct {
+	mu      sync.Mutex
+	events  []update.Update
+	ids     []string
+	pings   int
+	raw     []byte
+	eof     bool
+	keepRaw bool
+	done    chan struct{}
+}
+
+func startReader(t testing.TB, c net.Conn) *reader {
+	r := &reader{done: make(chan struct{})}
+	go func() { // exits when the connection closes
+		defer close(r.done)
+		var dec sse.Decoder
+		buf := make([]byte, 64<<10)
+		headerDone := false
+		var head []byte
+		for {
+			n, err := c.Read(buf)
+			chunk := buf[:n]
+			if !headerDone && n > 0 {
+				head = append(head, chunk...)
+				i := indexHeaderEnd(head)
+				if i < 0 {
+					continue
+				}
+				chunk, headerDone = head[i:], true
+			}
+			r.mu.Lock()
+			if r.keepRaw {
+				r.raw = append(r.raw, chunk...)
+			}
+			_ = dec.Feed(chunk, func(e *sse.Event) {
+				if u, err := update.Parse(e.Data); err == nil {
+					r.events = append(r.events, u)
+					r.ids = append(r.ids, string(e.ID))
+				}
+			})
+			r.pings = dec.Comments
+			r.mu.Unlock()
+			if err != nil {
+				r.mu.Lock()
+				r.eof = true
+				r.mu.Unlock()
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { c.Close(); <-r.done })
+	return r
+}
+
+func indexHeaderEnd(b []byte) int {
+	for i := 0; i+3 < len(b); i++ {
+		if b[i] == '\r' && b[i+1] == '\n' && b[i+2] == '\r' && b[i+3] == '\n' {
+			return i + 4
+		}
+	}
+	return -1
+}
+
+func (r *reader) snapshot() ([]update.Update, []string, int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]update.Update(nil), r.events...), append([]string(nil), r.ids...), r.pings, r.eof
+}
+
+func (r *reader) last(post string) (update.Update, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.events) - 1; i >= 0; i-- {
+		if r.events[i].PostID == post {
+			return r.events[i], true
+		}
+	}
+	return update.Update{}, false
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+const testPreamble = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nretry: 1000\n\n"
+
+// addViewer acquires posts, hands a fresh connection to the hub and returns the client side.
+func addViewer(t testing.TB, h *Hub, multi bool, posts ...string) (net.Conn, net.Conn) {
+	t.Helper()
+	acquired, err := h.Acquire(context.Background(), posts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Reserve(0) {
+		t.Fatal("reserve refused")
+	}
+	snap := make([]update.Update, len(posts))
+	for i, p := range posts {
+		snap[i] = update.Update{PostID: p}
+	}
+	server, client := tcpPair(t)
+	if err := h.Add(Viewer{Conn: server, Posts: acquired, Snapshot: snap, Multi: multi, Preamble: []byte(testPreamble)}); err != nil {
+		t.Fatal(err)
+	}
+	return server, client
+}
+
+func upd(post string, count int64) update.Update {
+	return update.Update{PostID: post, Count: count, TS: 1000 + count}
+}

@@ -1,0 +1,257 @@
+package hub
+
+import (
+	"fmt"
+	"net"
+
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/update"
+)
+
+func TestViewerGetsSnapshotThenUpdatesInOrder(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	_, c := addViewer(t, h, false, "42")
+	r := startReader(t, c)
+	waitFor(t, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
+	for n := int64(1); n <= 30; n++ { // a burst within MaxBatchFrames: batched, not conflated
+		h.Publish(upd("42", n))
+	}
+	for n := int64(31); n <= 100; n++ {
+		h.Publish(upd("42", n))
+		waitFor(t, "each paced update", func() bool { u, _ := r.last("42"); return u.Count == n })
+	}
+	events, ids, _, _ := r.snapshot()
+	for i := 1; i < len(events); i++ {
+		if events[i].TS <= events[i-1].TS {
+			t.Fatalf("event %d went backwards: %+v after %+v", i, events[i], events[i-1])
+		}
+	}
+	if got, want := ids[len(ids)-1], "100"; got != want {
+		t.Errorf("single-post id = %q; want the count %q", got, want)
+	}
+	if len(events) != 101 {
+		t.Errorf("got %d events; want 101 (snapshot + every update)", len(events))
+	}
+}
+
+func TestOlderUpdatesAreDropped(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	_, c := addViewer(t, h, false, "p")
+	r := startReader(t, c)
+	h.Publish(upd("p", 5))
+	h.Publish(upd("p", 3)) // delayed message: must never reach the viewer
+	h.Publish(upd("p", 6))
+	waitFor(t, "count 6", func() bool { u, _ := r.last("p"); return u.Count == 6 })
+	events, _, _, _ := r.snapshot()
+	for _, e := range events {
+		if e.Count == 3 {
+			t.Fatalf("viewer received an older update: %+v", events)
+		}
+	}
+	if got := h.Stats().Stale.Load(); got != 1 {
+		t.Errorf("stale = %d; want 1", got)
+	}
+}
+
+func TestMultiPostStreamUsesVersionIDs(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	_, c := addViewer(t, h, true, "a", "b")
+	r := startReader(t, c)
+	h.Publish(upd("a", 1))
+	h.Publish(upd("b", 7))
+	waitFor(t, "both posts", func() bool {
+		a, _ := r.last("a")
+		b, _ := r.last("b")
+		return a.Count == 1 && b.Count == 7
+	})
+	_, ids, _, _ := r.snapshot()
+	if got := ids[len(ids)-1]; got != fmt.Sprint(upd("b", 7).TS) && got != fmt.Sprint(upd("a", 1).TS) {
+		t.Errorf("multi-post id = %q; want a version", got)
+	}
+}
+
+func TestSnapshotNewerThanHubWins(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	posts, err := h.Acquire(t.Context(), []string{"s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Reserve(0)
+	h.Publish(upd("s", 2))
+	server, client := tcpPair(t)
+	r := startReader(t, client)
+	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("s", 4)}, Preamble: []byte(testPreamble)})
+	waitFor(t, "snapshot 4", func() bool { u, _ := r.last("s"); return u.Count == 4 })
+	h.Publish(upd("s", 3)) // older than the snapshot: dropped for this viewer
+	h.Publish(upd("s", 5))
+	waitFor(t, "count 5", func() bool { u, _ := r.last("s"); return u.Count == 5 })
+	events, _, _, _ := r.snapshot()
+	if len(events) != 2 {
+		t.Errorf("got %+v; want the snapshot (4) then 5", events)
+	}
+}
+
+func TestResumeSkipsKnownState(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	posts, _ := h.Acquire(t.Context(), []string{"r"})
+	h.Reserve(0)
+	server, client := tcpPair(t)
+	r := startReader(t, client)
+	client.(*net.TCPConn).SetReadBuffer(1 << 16)
+	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
+		Resume: func(_ int, u update.Update) bool { return u.Count != 9 }})
+	h.Publish(upd("r", 10))
+	waitFor(t, "count 10", func() bool { u, _ := r.last("r"); return u.Count == 10 })
+	events, _, _, _ := r.snapshot()
+	if len(events) != 1 {
+		t.Errorf("got %+v; want only 10 (9 was already known)", events)
+	}
+}
+
+func TestDisconnectReleasesSubscription(t *testing.T) {
+	h, sub := newTestHub(t, Config{})
+	_, c := addViewer(t, h, false, "gone")
+	waitFor(t, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
+	c.Close()
+	waitFor(t, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
+	waitFor(t, "unsubscribe after grace", func() bool { _, u := sub.counts("gone"); return u == 1 })
+	if s, _ := sub.counts("gone"); s != 1 {
+		t.Errorf("subscribed %d times; want 1", s)
+	}
+	if len(h.ActivePosts()) != 0 {
+		t.Errorf("active posts %v; want none", h.ActivePosts())
+	}
+}
+
+func TestReacquireWithinGraceKeepsSubscription(t *testing.T) {
+	h, sub := newTestHub(t, Config{UnsubscribeGrace: time.Hour})
+	_, c := addViewer(t, h, false, "flap")
+	c.Close()
+	waitFor(t, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
+	_, c2 := addViewer(t, h, false, "flap")
+	r := startReader(t, c2)
+	h.Publish(upd("flap", 1))
+	waitFor(t, "update", func() bool { u, _ := r.last("flap"); return u.Count == 1 })
+	if s, u := sub.counts("flap"); s != 1 || u != 0 {
+		t.Errorf("subscribe/unsubscribe = %d/%d; want 1/0 (a refresh must not flap)", s, u)
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	h, _ := newTestHub(t, Config{Heartbeat: 40 * time.Millisecond})
+	_, c := addViewer(t, h, false, "hb")
+	r := startReader(t, c)
+	waitFor(t, "two pings", func() bool { _, _, p, _ := r.snapshot(); return p >= 2 })
+}
+
+// stalledViewer returns a viewer whose client never reads and whose buffers are tiny, so its
+// socket fills after a few frames.
+func stalledViewer(t *testing.T, h *Hub, post string) net.Conn {
+	t.Helper()
+	posts, _ := h.Acquire(t.Context(), []string{post})
+	h.Reserve(0)
+	server, client := tcpPair(t)
+	client.(*net.TCPConn).SetReadBuffer(1024)
+	raw, _ := server.(*net.TCPConn).SyscallConn()
+	raw.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1024) })
+	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
+	return client
+}
+
+func TestStalledViewerDoesNotBlockOthersAndConverges(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1})
+	stalled := stalledViewer(t, h, "hot")
+	_, fast := addViewer(t, h, false, "hot")
+	r := startReader(t, fast)
+	const n = 20000
+	for i := int64(1); i <= n; i++ {
+		h.Publish(upd("hot", i))
+	}
+	waitFor(t, "fast viewer at the newest count", func() bool { u, _ := r.last("hot"); return u.Count == n })
+	if h.Stats().Conflated.Load() == 0 {
+		t.Error("no conflation counted for a viewer that never read")
+	}
+	// The stalled viewer starts reading: it must end at the newest count, without a backlog.
+	sr := startReader(t, stalled)
+	waitFor(t, "stalled viewer converges", func() bool { u, _ := sr.last("hot"); return u.Count == n })
+	events, _, _, _ := sr.snapshot()
+	if len(events) > n/2 {
+		t.Errorf("stalled viewer got %d events; want a conflated few, not the backlog", len(events))
+	}
+}
+
+func TestStallTimeoutDropsViewer(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1, StallTimeout: 50 * time.Millisecond, Heartbeat: 40 * time.Millisecond})
+	stalledViewer(t, h, "st")
+	waitFor(t, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
+	// Keep publishing until the socket has been full for longer than the stall timeout.
+	i := int64(0)
+	waitFor(t, "stalled viewer dropped", func() bool {
+		i++
+		h.Publish(upd("st", i))
+		return h.Stats().Stalled.Load() == 1 && h.Stats().Viewers.Load() == 0
+	})
+}
+
+func TestFlushWindowBatchesFrames(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1, FlushWindow: 30 * time.Millisecond})
+	_, c := addViewer(t, h, false, "w")
+	r := startReader(t, c)
+	waitFor(t, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
+	writesBefore := h.Stats().Writes.Load()
+	for i := int64(1); i <= 4; i++ {
+		h.Publish(upd("w", i))
+	}
+	waitFor(t, "all four", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
+	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
+		t.Errorf("4 updates within one window took %d writes; want 1", got)
+	}
+}
+
+func TestFlushWindowMultiPost(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1, FlushWindow: 30 * time.Millisecond})
+	_, c := addViewer(t, h, true, "x", "y")
+	r := startReader(t, c)
+	waitFor(t, "snapshots", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 2 })
+	writesBefore := h.Stats().Writes.Load()
+	h.Publish(upd("x", 1))
+	h.Publish(upd("y", 1))
+	h.Publish(upd("x", 2))
+	waitFor(t, "three frames", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
+	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
+		t.Errorf("one window took %d writes; want 1", got)
+	}
+}
+
+func TestPostRateCapSendsNewestAtRate(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1, PostRate: 10})
+	_, c := addViewer(t, h, false, "storm")
+	r := startReader(t, c)
+	start := time.Now()
+	for i := int64(1); i <= 1000; i++ {
+		h.Publish(upd("storm", i))
+	}
+	waitFor(t, "newest count", func() bool { u, _ := r.last("storm"); return u.Count == 1000 })
+	events, _, _, _ := r.snapshot()
+	elapsed := time.Since(start)
+	if max := int(elapsed.Seconds()*10) + 3; len(events) > max {
+		t.Errorf("got %d events in %v; want at most %d at 10/s", len(events), elapsed, max)
+	}
+}
+
+func TestDrainClosesEveryViewer(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	var readers []*reader
+	for i := 0; i < 20; i++ {
+		_, c := addViewer(t, h, false, "d")
+		readers = append(readers, startReader(t, c))
+	}
+	waitFor(t, "viewers", func() bool { return h.Stats().Viewers.Load() == 20 })
+	h.Drain(t.Context(), 50*time.Millisecond)
+	for _, r := range readers {
+		waitFor(t, "eof", func() bool { _, _, _, eof := r.snapshot(); return eof })
+	}
+}
