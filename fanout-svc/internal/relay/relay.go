@@ -2,8 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,17 +24,32 @@ type Stats struct {
 	Malformed   atomic.Int64 // messages that were not updates
 	RedisErrors atomic.Int64 // receive, subscribe and snapshot errors
 	Resyncs     atomic.Int64 // posts re-read after a resubscription
-	Reconnects  atomic.Int64 // resubscriptions observed after a connection loss
+	Reconnects  atomic.Int64 // resubscriptions observed after a connection loss or a slot move
+	Reroutes    atomic.Int64 // cluster: slots whose subscriptions moved to another node
 }
 
-// Relay subscribes the node to post channels over one pub/sub connection.
+// bus is the part of the relay that differs between one Redis server (SUBSCRIBE on one
+// connection) and a Redis Cluster (SSUBSCRIBE on one connection per master node). Both report
+// what they receive to Relay.handle, so confirmation and resynchronisation work the same way.
+type bus interface {
+	// subscribe sends the subscription for ch; Redis confirms it through Relay.handle.
+	subscribe(ctx context.Context, ch string) error
+	// unsubscribe drops ch.
+	unsubscribe(ctx context.Context, ch string)
+	// run receives until ctx is done and closes the bus's connections before it returns.
+	run(ctx context.Context)
+	// healthy reports whether every pub/sub connection answered recently.
+	healthy() bool
+}
+
+// Relay subscribes the node to post channels: over one pub/sub connection on a single Redis
+// server, or with sharded pub/sub over one connection per master node on a Redis Cluster.
 type Relay struct {
 	client redis.UniversalClient
 	keys   rediskeys.Scheme
 	log    *zap.Logger
-	ps     *redis.PubSub
+	bus    bus
 	stats  Stats
-	up     atomic.Bool
 	sink   atomic.Pointer[sinkBox]
 
 	mu        sync.Mutex
@@ -50,25 +63,31 @@ type Relay struct {
 
 type sinkBox struct{ Sink }
 
-// New returns a relay; Run must be running for subscriptions to be confirmed.
+// New returns a relay; Run must be running for subscriptions to be confirmed. A
+// *redis.ClusterClient selects sharded pub/sub (SSUBSCRIBE), any other client classic SUBSCRIBE.
 func New(client redis.UniversalClient, keys rediskeys.Scheme, log *zap.Logger) *Relay {
-	return &Relay{
+	r := &Relay{
 		client:        client,
 		keys:          keys,
 		log:           log,
-		ps:            client.Subscribe(context.Background()),
 		waiters:       make(map[string][]chan struct{}),
 		confirmed:     make(map[string]bool),
 		resyncPending: make(map[string]struct{}),
 		resyncSignal:  make(chan struct{}, 1),
 	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		r.bus = newClusterBus(r, cc)
+	} else {
+		r.bus = newSingleBus(r, client)
+	}
+	return r
 }
 
 // Stats returns the relay's counters.
 func (r *Relay) Stats() *Stats { return &r.stats }
 
-// Healthy reports whether the pub/sub connection answered recently.
-func (r *Relay) Healthy() bool { return r.up.Load() }
+// Healthy reports whether the pub/sub connections answered recently.
+func (r *Relay) Healthy() bool { return r.bus.healthy() }
 
 // Subscribe subscribes to the post's channel and returns once Redis confirmed it.
 func (r *Relay) Subscribe(ctx context.Context, postID string) error {
@@ -77,7 +96,7 @@ func (r *Relay) Subscribe(ctx context.Context, postID string) error {
 	r.mu.Lock()
 	r.waiters[ch] = append(r.waiters[ch], w)
 	r.mu.Unlock()
-	err := r.ps.Subscribe(ctx, ch)
+	err := r.bus.subscribe(ctx, ch)
 	if err == nil {
 		select {
 		case <-w:
@@ -88,7 +107,7 @@ func (r *Relay) Subscribe(ctx context.Context, postID string) error {
 	}
 	r.stats.RedisErrors.Add(1)
 	r.dropWaiter(ch, w)
-	r.unsubscribe(ch) // go-redis remembers the channel even when SUBSCRIBE failed
+	r.unsubscribe(ch) // go-redis remembers the channel even when the subscription failed
 	return err
 }
 
@@ -101,9 +120,7 @@ func (r *Relay) unsubscribe(ch string) {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := r.ps.Unsubscribe(ctx, ch); err != nil {
-		r.log.Debug("unsubscribe", zap.String("channel", ch), zap.Error(err))
-	}
+	r.bus.unsubscribe(ctx, ch)
 }
 
 func (r *Relay) dropWaiter(ch string, w chan struct{}) {
@@ -123,9 +140,9 @@ func (r *Relay) dropWaiter(ch string, w chan struct{}) {
 	}
 }
 
-// Run reads the pub/sub connection and hands updates to sink until ctx is done. go-redis
-// reconnects and resubscribes by itself after an error; Run backs off between failed reads and,
-// when a channel is confirmed again, re-reads that post so viewers converge without reconnecting.
+// Run reads the pub/sub connections and hands updates to sink until ctx is done. go-redis
+// reconnects after an error (and the cluster bus also follows slots that move); whenever a
+// channel is confirmed again, Run re-reads that post so viewers converge without reconnecting.
 func (r *Relay) Run(ctx context.Context, sink Sink) error {
 	r.sink.Store(&sinkBox{sink})
 	var wg sync.WaitGroup
@@ -134,38 +151,14 @@ func (r *Relay) Run(ctx context.Context, sink Sink) error {
 		defer wg.Done()
 		r.resyncLoop(ctx)
 	}()
-	defer wg.Wait()
-	defer r.ps.Close()
-
-	backoff := time.Duration(0)
-	for ctx.Err() == nil {
-		msg, err := r.ps.ReceiveTimeout(ctx, 5*time.Second)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if isTimeout(err) {
-				_ = r.ps.Ping(ctx) // a dead connection fails here and go-redis reconnects
-				continue
-			}
-			r.up.Store(false)
-			r.stats.RedisErrors.Add(1)
-			backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
-			r.log.Debug("pubsub receive", zap.Error(err), zap.Duration("backoff", backoff))
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			continue
-		}
-		backoff = 0
-		r.up.Store(true)
-		r.handle(msg, sink)
-	}
+	r.bus.run(ctx)
+	wg.Wait()
 	return nil
 }
 
-func (r *Relay) handle(msg any, sink Sink) {
+// handle takes one message from a pub/sub connection. It never blocks: the sink's Publish only
+// records the newest frame of the post.
+func (r *Relay) handle(msg any) {
 	switch m := msg.(type) {
 	case *redis.Message:
 		r.stats.Messages.Add(1)
@@ -174,7 +167,7 @@ func (r *Relay) handle(msg any, sink Sink) {
 			r.stats.Malformed.Add(1)
 			return
 		}
-		sink.Publish(u)
+		r.sink.Load().Publish(u)
 	case *redis.Subscription:
 		if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
 			r.confirm(m.Channel)
@@ -183,7 +176,8 @@ func (r *Relay) handle(msg any, sink Sink) {
 }
 
 // confirm wakes the subscribers waiting for ch. A confirmation nobody waits for, of a channel
-// confirmed before, is go-redis resubscribing after a reconnect: updates may have been missed.
+// confirmed before, is a resubscription (after a reconnect or a slot move): updates may have
+// been missed.
 func (r *Relay) confirm(ch string) {
 	r.mu.Lock()
 	ws := r.waiters[ch]
@@ -200,62 +194,4 @@ func (r *Relay) confirm(ch string) {
 			r.queueResync(post)
 		}
 	}
-}
-
-func (r *Relay) queueResync(post string) {
-	r.resyncMu.Lock()
-	r.resyncPending[post] = struct{}{}
-	r.resyncMu.Unlock()
-	select {
-	case r.resyncSignal <- struct{}{}:
-	default:
-	}
-}
-
-// resyncLoop re-reads posts queued by confirm, in batches, and publishes their state to the sink
-// (which drops anything not newer than what viewers have).
-func (r *Relay) resyncLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.resyncSignal:
-		}
-		r.resyncMu.Lock()
-		posts := make([]string, 0, len(r.resyncPending))
-		for p := range r.resyncPending {
-			posts = append(posts, p)
-		}
-		clear(r.resyncPending)
-		r.resyncMu.Unlock()
-		for len(posts) > 0 {
-			batch := posts[:min(len(posts), 200)]
-			posts = posts[len(batch):]
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			states, err := r.Snapshot(sctx, batch)
-			cancel()
-			if err != nil {
-				r.stats.RedisErrors.Add(1)
-				for _, p := range append(batch, posts...) {
-					r.queueResync(p) // try again after the next confirmation or signal
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(500 * time.Millisecond):
-				}
-				break
-			}
-			sink := r.sink.Load()
-			for _, u := range states {
-				r.stats.Resyncs.Add(1)
-				sink.Publish(u)
-			}
-		}
-	}
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

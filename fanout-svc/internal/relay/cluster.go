@@ -1,0 +1,318 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// errStopped is returned for subscriptions asked for after Run returned.
+var errStopped = errors.New("relay stopped")
+
+// clusterBus subscribes with sharded pub/sub (SSUBSCRIBE) on a Redis Cluster, so that each
+// update is handled by the one shard that owns the post instead of being copied to every node.
+//
+// go-redis's ClusterClient.SSubscribe binds one PubSub to the node that owns its first channel
+// (go-redis#3133), and after a reconnect it resubscribes every channel in one SSUBSCRIBE, which a
+// cluster refuses with CROSSSLOT when they span slots. So the bus keeps its own map of slot
+// owners, one PubSub per master node (a shard), sends one SSUBSCRIBE per slot, and puts slots
+// back on the right node itself: when a node pushes `sunsubscribe` (its slot moved away), answers
+// MOVED, refuses a subscription (CROSSSLOT, CLUSTERDOWN, TRYAGAIN) or loses its connection.
+// Every channel confirmed again is re-read by the relay, so viewers converge.
+type clusterBus struct {
+	r      *Relay
+	client *redis.ClusterClient
+	topo   *topology
+
+	// slotMu serialises the commands for one slot's channels (subscribe, unsubscribe, move), so
+	// that an UNSUBSCRIBE can never overtake a later SUBSCRIBE of the same channel on the wire.
+	// A slot's channels always travel together, and only commands to that slot's node wait.
+	slotMu [slotCount]sync.Mutex
+
+	mu          sync.Mutex
+	shards      map[string]*shard // master address -> its pub/sub connection
+	slots       map[int]*slotSubs // slot -> its subscribed channels; changed with slotMu[slot] held too
+	dirtySlots  map[int]string    // slots to resubscribe -> node a MOVED named ("": ask the topology)
+	dirtyShards map[*shard]bool   // nodes all of whose slots must be resubscribed
+	runCtx      context.Context   // set while run runs; shard loops derive from it
+	stopped     bool              // run returned: no new shard loops
+	loops       sync.WaitGroup    // shard loops
+	wake        chan struct{}     // work for the reconciler
+}
+
+// slotSubs is what the node is subscribed to in one slot, and on which shard.
+type slotSubs struct {
+	shard    *shard
+	channels map[string]struct{}
+}
+
+// shard is the sharded pub/sub connection to one master node, read by its own loop.
+type shard struct {
+	addr    string
+	client  *redis.Client
+	rc      receiver
+	cancel  context.CancelFunc // stops the loop; nil until started
+	started bool
+}
+
+func newClusterBus(r *Relay, client *redis.ClusterClient) *clusterBus {
+	return &clusterBus{
+		r:           r,
+		client:      client,
+		topo:        newTopology(client),
+		shards:      make(map[string]*shard),
+		slots:       make(map[int]*slotSubs),
+		dirtySlots:  make(map[int]string),
+		dirtyShards: make(map[*shard]bool),
+		wake:        make(chan struct{}, 1),
+	}
+}
+
+func (b *clusterBus) subscribe(ctx context.Context, ch string) error {
+	slot := keySlot(ch)
+	b.slotMu[slot].Lock()
+	defer b.slotMu[slot].Unlock()
+	b.mu.Lock()
+	ss := b.slots[slot]
+	b.mu.Unlock()
+	if ss == nil {
+		sh, err := b.shardForSlot(ctx, slot)
+		if err != nil {
+			return err
+		}
+		ss = &slotSubs{shard: sh, channels: make(map[string]struct{})}
+	}
+	b.mu.Lock()
+	b.slots[slot] = ss
+	ss.channels[ch] = struct{}{}
+	sh := ss.shard
+	b.mu.Unlock()
+	return sh.rc.ps.SSubscribe(ctx, ch)
+}
+
+func (b *clusterBus) unsubscribe(ctx context.Context, ch string) {
+	slot := keySlot(ch)
+	b.slotMu[slot].Lock()
+	defer b.slotMu[slot].Unlock()
+	b.mu.Lock()
+	var sh *shard
+	if ss := b.slots[slot]; ss != nil {
+		if _, ok := ss.channels[ch]; ok {
+			delete(ss.channels, ch)
+			sh = ss.shard
+		}
+		if len(ss.channels) == 0 {
+			delete(b.slots, slot)
+		}
+	}
+	b.mu.Unlock()
+	if sh == nil {
+		return
+	}
+	if err := sh.rc.ps.SUnsubscribe(ctx, ch); err != nil {
+		b.r.log.Debug("sunsubscribe", zap.String("channel", ch), zap.String("node", sh.addr), zap.Error(err))
+	}
+}
+
+// shardForSlot returns the shard of the node that owns slot, loading the slot map if needed.
+func (b *clusterBus) shardForSlot(ctx context.Context, slot int) (*shard, error) {
+	addr := b.topo.ownerOf(slot)
+	if addr == "" {
+		if err := b.topo.refresh(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+		if addr = b.topo.ownerOf(slot); addr == "" {
+			return nil, errors.New("no cluster node owns slot " + strconv.Itoa(slot))
+		}
+	}
+	return b.shard(addr)
+}
+
+// shard returns the shard for a master address, connecting a new one (and starting its loop if
+// run is running) the first time.
+func (b *clusterBus) shard(addr string) (*shard, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return nil, errStopped
+	}
+	if sh := b.shards[addr]; sh != nil {
+		return sh, nil
+	}
+	client := redis.NewClient(nodeOptions(b.client.Options(), addr))
+	sh := &shard{addr: addr, client: client, rc: receiver{ps: client.SSubscribe(context.Background()), log: b.r.log.With(zap.String("node", addr))}}
+	b.shards[addr] = sh
+	if b.runCtx != nil {
+		b.start(sh)
+	}
+	return sh, nil
+}
+
+// start runs the shard's receive loop; b.mu is held. The loop exits when stop is called or run
+// ends, and closes the shard's client on its way out.
+func (b *clusterBus) start(sh *shard) {
+	ctx, cancel := context.WithCancel(b.runCtx)
+	sh.cancel, sh.started = cancel, true
+	b.loops.Add(1)
+	go func() { // exits when ctx is cancelled by stop or by the end of run
+		defer b.loops.Done()
+		defer sh.client.Close()
+		defer sh.rc.ps.Close()
+		sh.rc.loop(ctx, &b.r.stats, func(m any) { b.handle(sh, m) }, func(err error) bool { return b.failed(sh, err) })
+	}()
+}
+
+// stop ends the shard's loop (closing the PubSub wakes a pending read); b.mu is held.
+func (sh *shard) stop() {
+	if sh.cancel != nil {
+		sh.cancel()
+	}
+	_ = sh.rc.ps.Close()
+	if !sh.started {
+		_ = sh.client.Close()
+	}
+}
+
+// handle passes messages and confirmations to the relay. A `sunsubscribe` for a channel the node
+// still wants there was pushed by Redis: the slot moved to another node.
+func (b *clusterBus) handle(sh *shard, msg any) {
+	if s, ok := msg.(*redis.Subscription); ok && s.Kind == "sunsubscribe" {
+		slot := keySlot(s.Channel)
+		b.mu.Lock()
+		ss := b.slots[slot]
+		wanted := false
+		if ss != nil && ss.shard == sh {
+			_, wanted = ss.channels[s.Channel]
+		}
+		b.mu.Unlock()
+		if wanted {
+			b.markSlot(slot, "")
+		}
+		return
+	}
+	b.r.handle(msg)
+}
+
+// failed classifies an error read from a shard's connection. A MOVED names the slot and its new
+// node; another error reply refused a subscription without saying which, and a read error means
+// the connection broke (go-redis reconnects): either way the shard's slots are resubscribed.
+// It reports whether err was a reply, which needs no backoff.
+func (b *clusterBus) failed(sh *shard, err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		b.markShard(sh)
+		return false
+	}
+	if slot, addr, ok := parseMoved(err); ok {
+		b.mu.Lock()
+		ss := b.slots[slot]
+		current := ss == nil || ss.shard.addr == addr // already there: a late answer to an old command
+		b.mu.Unlock()
+		if !current {
+			b.topo.moved(slot, addr)
+			b.markSlot(slot, addr)
+		}
+		return true
+	}
+	b.r.log.Debug("pubsub refused", zap.String("node", sh.addr), zap.Error(err))
+	b.markShard(sh)
+	return true
+}
+
+// parseMoved reads "MOVED <slot> <host:port>".
+func parseMoved(err error) (slot int, addr string, ok bool) {
+	f := strings.Fields(err.Error())
+	if len(f) != 3 || f[0] != "MOVED" {
+		return 0, "", false
+	}
+	slot, perr := strconv.Atoi(f[1])
+	if perr != nil || slot < 0 || slot >= slotCount {
+		return 0, "", false
+	}
+	return slot, f[2], true
+}
+
+func (b *clusterBus) markSlot(slot int, addr string) {
+	b.mu.Lock()
+	if old, ok := b.dirtySlots[slot]; !ok || old == "" {
+		b.dirtySlots[slot] = addr
+	}
+	b.mu.Unlock()
+	b.signal()
+}
+
+func (b *clusterBus) markShard(sh *shard) {
+	b.mu.Lock()
+	b.dirtyShards[sh] = true
+	b.mu.Unlock()
+	b.signal()
+}
+
+func (b *clusterBus) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run starts the shard loops and the reconciler and waits for ctx; then it stops them all.
+func (b *clusterBus) run(ctx context.Context) {
+	b.mu.Lock()
+	b.runCtx = ctx
+	for _, sh := range b.shards {
+		b.start(sh)
+	}
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() { // exits when ctx is done
+		defer close(done)
+		b.reconcileLoop(ctx)
+	}()
+	<-ctx.Done()
+	<-done
+	b.mu.Lock()
+	b.stopped, b.runCtx = true, nil
+	for _, sh := range b.shards {
+		sh.stop()
+	}
+	b.mu.Unlock()
+	b.loops.Wait()
+}
+
+func (b *clusterBus) healthy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sh := range b.shards {
+		if !sh.rc.up.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeOptions are the options of the cluster client, for a client of one node.
+func nodeOptions(o *redis.ClusterOptions, addr string) *redis.Options {
+	return &redis.Options{
+		Addr:                       addr,
+		ClientName:                 o.ClientName,
+		Dialer:                     o.Dialer,
+		OnConnect:                  o.OnConnect,
+		Protocol:                   o.Protocol,
+		Username:                   o.Username,
+		Password:                   o.Password,
+		CredentialsProvider:        o.CredentialsProvider,
+		CredentialsProviderContext: o.CredentialsProviderContext,
+		DialTimeout:                o.DialTimeout,
+		ReadTimeout:                o.ReadTimeout,
+		WriteTimeout:               o.WriteTimeout,
+		TLSConfig:                  o.TLSConfig,
+		DisableIdentity:            o.DisableIdentity,
+		PoolSize:                   1, // only the pub/sub connection is used
+	}
+}
