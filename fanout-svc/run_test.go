@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/redistest"
+)
+
+func TestRunServesAndStopsOnCancel(t *testing.T) {
+	rs := redistest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{"LISTEN_ADDR": addr, "REDIS_URL": rs.URL, "LOG_LEVEL": "error", "DRAIN_WINDOW": "50ms"}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, []string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard) }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("fanout-svc never became ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("run returned %v; want nil after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return within 10s of cancel")
+	}
+}
+
+func TestConfigRejectsBadValues(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"MAX_POSTS_PER_STREAM": "65"},
+		{"MAX_CONNS": "0"},
+		{"FLUSH_WINDOW": "-1s"},
+		{"TRUSTED_PROXIES": "not-an-ip"},
+		{"HEARTBEAT_INTERVAL": "soon"},
+	} {
+		if _, err := loadConfig([]string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard); err == nil {
+			t.Errorf("loadConfig(%v) succeeded; want an error", env)
+		}
+	}
+}
