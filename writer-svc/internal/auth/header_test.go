@@ -1,0 +1,59 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/likes/likes/pkg/ids"
+)
+
+func TestUserFromHeader(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    []string
+		want    string
+		wantErr error
+	}{
+		{"one valid", []string{"alice"}, "alice", nil},
+		{"printable", []string{"a-b_c.d@e{f}"}, "a-b_c.d@e{f}", nil},
+		{"max length", []string{strings.Repeat("u", ids.MaxUserIDLen)}, strings.Repeat("u", ids.MaxUserIDLen), nil},
+		{"absent", nil, "", ErrNoUser},
+		{"empty", []string{""}, "", ErrNoUser},
+		{"two headers", []string{"alice", "bob"}, "", ErrManyUsers},
+		{"space", []string{"al ice"}, "", ids.ErrUserID},
+		{"colon", []string{"a:b"}, "", ids.ErrUserID},
+		{"too long", []string{strings.Repeat("u", ids.MaxUserIDLen+1)}, "", ids.ErrUserID},
+		{"non-ascii", []string{"zoë"}, "", ids.ErrUserID},
+		{"control", []string{"a\x00b"}, "", ids.ErrUserID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := UserFromHeader(tt.give)
+			if got != tt.want || !errors.Is(err, tt.wantErr) {
+				t.Errorf("UserFromHeader(%q) = %q, %v; want %q, %v", tt.give, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// FuzzUserFromHeader: whatever arrives, an accepted user id is a valid one and equals the header.
+func FuzzUserFromHeader(f *testing.F) {
+	for _, s := range []string{"alice", "", "a:b", "a b", "zoë", strings.Repeat("x", 129)} {
+		f.Add(s, false)
+	}
+	f.Add("alice", true)
+	f.Fuzz(func(t *testing.T, v string, twice bool) {
+		values := []string{v}
+		if twice {
+			values = append(values, v)
+		}
+		got, err := UserFromHeader(values)
+		if err != nil {
+			return
+		}
+		if twice || got != v || ids.ValidUserID(got) != nil {
+			t.Fatalf("UserFromHeader(%q) accepted %q", values, got)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package like
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/update"
+)
+
+// TestClusterModeUsesShardedPublish runs the scripts on a one-node Redis Cluster that owns every
+// slot: the four keys must hash to one slot (or Redis refuses the script with CROSSSLOT) and the
+// update must arrive on a sharded subscription (SPUBLISH), not a classic one.
+func TestClusterModeUsesShardedPublish(t *testing.T) {
+	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	if _, err := srv.Do("CLUSTER", "ADDSLOTSRANGE", 0, 16383); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "cluster_state:ok", func() bool {
+		info, err := srv.Do("CLUSTER", "INFO")
+		s, _ := info.(string)
+		return err == nil && strings.Contains(s, "cluster_state:ok")
+	})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	s := NewStore(rdb, keys, true)
+	if err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps := rdb.SSubscribe(ctx, keys.Channel("42"))
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Like(ctx, "42", "alice"); err != nil || res != (Result{Count: 1, Changed: true}) {
+		t.Fatalf("Like: %+v, %v; want count 1 changed", res, err)
+	}
+	u, err := update.Parse([]byte(receive(t, ps.Channel()).Payload))
+	if err != nil || u.PostID != "42" || u.Count != 1 {
+		t.Errorf("sharded message: %+v, %v; want post 42 count 1", u, err)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true within %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

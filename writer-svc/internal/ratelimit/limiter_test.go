@@ -1,0 +1,68 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/redistest"
+)
+
+func TestLimiterSharedAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rate := Rate{N: 2, Window: 400 * time.Millisecond}
+	// Two limiters with their own clients stand for two writer replicas.
+	a := New(srv.Client(t), "rl:", rate)
+	b := New(srv.Client(t), "rl:", rate)
+	if err := a.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range []*Limiter{a, b} {
+		if wait, err := l.Allow(ctx, "alice"); err != nil || wait != 0 {
+			t.Fatalf("event %d: wait %v, %v; want allowed", i, wait, err)
+		}
+	}
+	wait, err := a.Allow(ctx, "alice")
+	if err != nil || wait <= 0 || wait > rate.Window {
+		t.Fatalf("third event: wait %v, %v; want 0 < wait <= %v", wait, err, rate.Window)
+	}
+	if wait, err := b.Allow(ctx, "bob"); err != nil || wait != 0 {
+		t.Errorf("another user: wait %v, %v; want allowed", wait, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		wait, err := b.Allow(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice still limited 5s after a 400ms window")
+		}
+		time.Sleep(wait)
+	}
+	if ttl, err := srv.Client(t).PTTL(ctx, "rl:alice").Result(); err != nil || ttl <= 0 {
+		t.Errorf("counter ttl %v, %v; want an expiry on every counter", ttl, err)
+	}
+}
+
+func TestLimiterOffAllowsWithoutRedis(t *testing.T) {
+	l := New(nil, "rl:", Rate{})
+	if wait, err := l.Allow(context.Background(), "u"); err != nil || wait != 0 {
+		t.Errorf("off limiter: wait %v, %v; want allowed", wait, err)
+	}
+}
+
+func TestLimiterRedisDownIsAnError(t *testing.T) {
+	srv := redistest.Start(t)
+	l := New(srv.Client(t), "rl:", Rate{N: 1, Window: time.Second})
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := l.Allow(ctx, "u"); err == nil {
+		t.Error("Allow with Redis down: got nil error; a limiter must not fail open silently")
+	}
+}
