@@ -151,7 +151,7 @@
     title.textContent = postTitle(id);
     node.querySelector(".post-id").textContent = "post " + id;
     const avatar = node.querySelector(".post-avatar");
-    avatar.textContent = postTitle(id).replace(/^Post #/, "").charAt(0).toUpperCase();
+    avatar.textContent = initials(id);
     avatar.style.setProperty("--hue", String(parseInt(hash(id), 16) % 360));
     const button = node.querySelector(".like");
     button.setAttribute("aria-describedby", titleID);
@@ -174,6 +174,12 @@
     if (/^[0-9]+$/.test(id)) return "Post #" + id;
     const words = id.replace(/[-_]+/g, " ").trim();
     return words ? words.charAt(0).toUpperCase() + words.slice(1) : id;
+  }
+
+  // initials gives the avatar its letters: "launch-day" -> "LD", "cats" -> "C", "42" -> "#".
+  function initials(id) {
+    if (/^[0-9]+$/.test(id)) return "#";
+    return id.split(/[-_]+/).filter(Boolean).slice(0, 2).map((w) => w.charAt(0).toUpperCase()).join("") || "#";
   }
 
   function showCount(p, count) {

@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/likes/likes/pkg/redistest"
+)
+
+// The page follows these posts; "42" is liked before any browser opens it.
+const browserPosts = "42,launch-day,cats"
+
+// browserWait bounds every wait for the page: a like reaches both pages within a blink, and a
+// restarted fanout node is reconnected to after the SSE retry delay (2s, jittered), so this
+// leaves ample room on a slow CI machine.
+const browserWait = 20 * time.Second
+
+// TestBrowserPage opens the live page in two isolated browser contexts (two users, one at phone
+// width), likes and unlikes through the page, and checks that both pages show every change. It
+// then kills the fanout node, checks both pages say so, likes a post while it is down, restarts it
+// on the same address, and checks both pages reconnect, refresh the missed count and show the next
+// like. Set UPDATE_SCREENSHOT=1 to rewrite docs/screenshot.png from the first page.
+func TestBrowserPage(t *testing.T) {
+	browser := startBrowser(t)
+	redis := redistest.Start(t)
+
+	// The page's origin must be known before the writer starts, so its CORS_ORIGINS can name it
+	// exactly, as a deployment would.
+	pageAddr := FreeAddr(t)
+	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=http://"+pageAddr)
+	fanout := startFanoutAt(t, pageAddr, redis.URL, "WRITER_PUBLIC_URL="+writer.URL, "PAGE_POSTS="+browserPosts)
+	like(t, writer, http.MethodPost, "42", "seed-user", 1)
+
+	alice := openPage(t, browser, "alice", fanout.URL, 960, 640)
+	bob := openPage(t, browser, "bob", fanout.URL, 390, 844)
+	both := []*browserPage{alice, bob}
+	for _, p := range both {
+		p.waitState("live")
+		p.waitCount("42", 1)
+		p.waitCount("launch-day", 0)
+		p.waitCount("cats", 0)
+	}
+
+	t.Run("likes reach every page", func(t *testing.T) {
+		alice.click("42")
+		waitCounts(both, "42", 2)
+		alice.waitPressed("42", true)
+		bob.waitPressed("42", false)
+
+		bob.click("42")
+		waitCounts(both, "42", 3)
+		bob.waitPressed("42", true)
+
+		alice.click("42") // unlike
+		waitCounts(both, "42", 2)
+		alice.waitPressed("42", false)
+		if got := storedCount(t, writer, "42"); got != 2 {
+			t.Errorf("writer stores %d likes of post 42; want 2", got)
+		}
+	})
+
+	t.Run("pages resume after a fanout restart", func(t *testing.T) {
+		fanout.Kill()
+		for _, p := range both {
+			p.waitState("reconnecting")
+		}
+		like(t, writer, http.MethodPost, "cats", "carol", 1) // published while nobody listens
+		fanout.Restart()
+		for _, p := range both {
+			p.waitFor(`document.getElementById("connection")?.dataset.connects >= 2`, "a second connection")
+			p.waitState("live")
+			p.waitCount("cats", 1) // the snapshot on reconnect brings the missed like
+		}
+		like(t, writer, http.MethodPost, "42", "dave", 3)
+		waitCounts(both, "42", 3)
+
+		alice.click("launch-day")
+		waitCounts(both, "launch-day", 1)
+		alice.waitPressed("launch-day", true)
+	})
+
+	for _, p := range both {
+		p.checkNoProblems()
+	}
+	if os.Getenv("UPDATE_SCREENSHOT") == "1" {
+		alice.saveScreenshot(filepath.Join("..", "docs", "screenshot.png"))
+	}
+}
+
+// startBrowser starts headless Debian chromium with a fresh profile; it stops when the test ends.
+// Without chromium the test is skipped on a workstation but fails in CI, where .ci/run installs it.
+func startBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if ci := os.Getenv("CI"); ci != "" && ci != "false" {
+			t.Fatalf("chromium not found on PATH; CI must have it (apt-get install -y chromium): %v", err)
+		}
+		t.Skipf("chromium not found on PATH (apt-get install -y chromium); skipping the browser test outside CI")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no deadline on its life
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// startFanoutAt starts fanout-svc on addr, chosen before the writer started.
+func startFanoutAt(t *testing.T, addr, redisURL string, env ...string) *Proc {
+	t.Helper()
+	p := &Proc{Name: "fanout-svc", Addr: addr, URL: "http://" + addr, t: t, bin: Bin(t, "fanout-svc"), logs: &lockedBuffer{}}
+	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "REDIS_URL="+redisURL), env...)
+	p.start()
+	t.Cleanup(func() {
+		p.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("fanout-svc logs (tail):\n%s", p.logs.Tail(4000))
+		}
+	})
+	return p
+}
+
+// like sends a like (POST) or unlike (DELETE) to the writer as user and checks the stored count.
+func like(t *testing.T, writer *Proc, method, post, user string, wantCount int64) {
+	t.Helper()
+	status, body := doRequest(t, method, writer.URL+"/like/"+post, user)
+	var reply struct{ Count int64 }
+	if err := json.Unmarshal([]byte(body), &reply); status != http.StatusOK || err != nil || reply.Count != wantCount {
+		t.Fatalf("%s /like/%s as %s = %d %s; want 200 with count %d", method, post, user, status, body, wantCount)
+	}
+}
+
+// storedCount asks the writer for the count of post.
+func storedCount(t *testing.T, writer *Proc, post string) int64 {
+	t.Helper()
+	status, body := doRequest(t, http.MethodGet, writer.URL+"/count/"+post, "")
+	var reply struct{ Count int64 }
+	if err := json.Unmarshal([]byte(body), &reply); status != http.StatusOK || err != nil {
+		t.Fatalf("GET /count/%s = %d %s; want 200 with a count", post, status, body)
+	}
+	return reply.Count
+}
+
+func waitCounts(pages []*browserPage, post string, want int64) {
+	for _, p := range pages {
+		p.waitCount(post, want)
+	}
+}
+
+// browserPage is one tab in its own browser context: its own storage, so its own user id.
+type browserPage struct {
+	t    *testing.T
+	name string
+	ctx  context.Context
+
+	mu       sync.Mutex
+	problems []string // uncaught exceptions and security (CSP, CORS) errors
+}
+
+// openPage opens url in a new isolated browser context with a width x height viewport.
+func openPage(t *testing.T, browser context.Context, name, url string, width, height int64) *browserPage {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	p := &browserPage{t: t, name: name, ctx: ctx}
+	if err := chromedp.Listen(ctx, p.record); err != nil { // creates the tab, with no deadline
+		t.Fatalf("%s: open tab: %v", name, err)
+	}
+	p.do(chromedp.EmulateViewport(width, height), chromedp.Navigate(url))
+	return p
+}
+
+// record keeps the events that show the page misbehaving. It runs in chromedp's read loop, so
+// it only appends.
+func (p *browserPage) record(ev any) {
+	var problem string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		problem = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			problem += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *log.EventEntryAdded:
+		if ev.Entry.Source == log.EntrySourceSecurity || strings.Contains(ev.Entry.Text, "Content Security Policy") ||
+			strings.Contains(ev.Entry.Text, "CORS") {
+			problem = string(ev.Entry.Source) + ": " + ev.Entry.Text
+		}
+	}
+	if problem != "" {
+		p.mu.Lock()
+		p.problems = append(p.problems, problem)
+		p.mu.Unlock()
+	}
+}
+
+func (p *browserPage) checkNoProblems() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.problems) > 0 {
+		p.t.Errorf("%s: the page reported problems:\n%s", p.name, strings.Join(p.problems, "\n"))
+	}
+}
+
+func (p *browserPage) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		p.t.Fatalf("%s: %v", p.name, err)
+	}
+}
+
+// describe returns what the page shows, for failure messages.
+func (p *browserPage) describe() string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const c = document.getElementById("connection");
+		const posts = [...document.querySelectorAll("li.post")].map((li) =>
+			li.dataset.post + "=" + li.querySelector(".count-value").dataset.count +
+			(li.querySelector(".like").getAttribute("aria-pressed") === "true" ? " (liked)" : ""));
+		return "state " + c.dataset.state + ", connects " + c.dataset.connects + ", " + posts.join(", ");
+	})()`))
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return s
+}
+
+// waitFor waits until the JavaScript expression is truthy in the page.
+func (p *browserPage) waitFor(expr, what string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(browserWait)))
+	if err != nil {
+		p.t.Fatalf("%s: waiting for %s: %v; the page shows %s", p.name, what, err, p.describe())
+	}
+}
+
+func (p *browserPage) waitState(state string) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf(`document.getElementById("connection")?.dataset.state === %q`, state), "state "+state)
+}
+
+func (p *browserPage) waitCount(post string, want int64) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf(`document.querySelector('li[data-post=%q] .count-value')?.dataset.count === "%d"`, post, want),
+		fmt.Sprintf("post %s to show %d", post, want))
+}
+
+func (p *browserPage) waitPressed(post string, want bool) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf(`document.querySelector('li[data-post=%q] .like')?.getAttribute("aria-pressed") === "%t"`, post, want),
+		fmt.Sprintf("like button of post %s pressed=%t", post, want))
+}
+
+// click presses the like button of post with a real mouse event, once no request is in flight.
+func (p *browserPage) click(post string) {
+	p.t.Helper()
+	button := fmt.Sprintf(`li[data-post=%q] .like`, post)
+	p.waitFor(fmt.Sprintf(`document.querySelector('%s')?.getAttribute("aria-busy") !== "true"`, button), "like button idle")
+	p.do(chromedp.Click(chromedp.CSS(button)))
+}
+
+func (p *browserPage) saveScreenshot(path string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	// Stop the count animation and fix the colour scheme, so the picture never catches a
+	// transition and does not depend on the machine's theme.
+	still := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
+			{Name: "prefers-reduced-motion", Value: "reduce"},
+			{Name: "prefers-color-scheme", Value: "light"},
+		}})
+		return err
+	})
+	p.do(still)
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatalf("%s: screenshot: %v", p.name, err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatalf("write screenshot: %v", err)
+	}
+	p.t.Logf("wrote %s (%d bytes)", path, len(png))
+}
