@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/serve"
+)
+
+var keys = rediskeys.New("likes:")
+
+// testWriter is a writer built exactly as run builds it (config parsing, newApp, serve.NewServer
+// with its timeouts and limits), served on a loopback port.
+type testWriter struct {
+	URL    string
+	Redis  *redistest.Server
+	RDB    *redis.Client
+	Client *http.Client
+}
+
+// startWriter starts a writer on redisSrv (a fresh redis-server when nil) with extra flags.
+func startWriter(t *testing.T, redisSrv *redistest.Server, flags ...string) *testWriter {
+	t.Helper()
+	if redisSrv == nil {
+		redisSrv = redistest.Start(t)
+	}
+	args := append([]string{"writer-svc", "--redis-url", redisSrv.URL, "--listen", "127.0.0.1:0"}, flags...)
+	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.close() })
+	ts := httptest.NewUnstartedServer(a.handler)
+	ts.Config = serve.NewServer(cfg.Serve, a.handler, log)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	client := &http.Client{Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	return &testWriter{URL: ts.URL, Redis: redisSrv, RDB: redisSrv.Client(t), Client: client}
+}
+
+// reply is a response with its decoded JSON body.
+type reply struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+// do sends a request with headers given as "Name: value" strings.
+func (w *testWriter) do(t *testing.T, method, path string, headers ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, w.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ": ")
+		req.Header.Add(name, value)
+	}
+	resp, err := w.Client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			t.Fatalf("%s %s: bad JSON %q: %v", method, path, raw, err)
+		}
+	}
+	return r
+}
+
+func (w *testWriter) like(t *testing.T, post, user string) reply {
+	t.Helper()
+	return w.do(t, http.MethodPost, "/like/"+post, "X-User-ID: "+user)
+}
+
+// count reads the post's counter straight from Redis.
+func (w *testWriter) count(t *testing.T, post string) int64 {
+	t.Helper()
+	n, err := w.RDB.Get(context.Background(), keys.Count(post)).Int64()
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// dedupKeys counts the post's dedup keys.
+func (w *testWriter) dedupKeys(t *testing.T, post string) int {
+	t.Helper()
+	n := 0
+	iter := w.RDB.Scan(context.Background(), 0, keys.User(post, "*"), 1000).Iterator()
+	for iter.Next(context.Background()) {
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (w *testWriter) dbSize(t *testing.T) int64 {
+	t.Helper()
+	n, err := w.RDB.DBSize(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true within %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func wantLike(t *testing.T, got reply, post string, count int, liked bool) {
+	t.Helper()
+	if got.Status != http.StatusOK || got.Body["post_id"] != post || got.Body["count"] != float64(count) || got.Body["liked"] != liked {
+		t.Errorf("got %d %s; want 200 post %s count %d liked %v", got.Status, got.Raw, post, count, liked)
+	}
+}
