@@ -114,8 +114,8 @@ func TestFeedEverySplitPoint(t *testing.T) {
 				}
 				checkCounts(t, c, want, fmt.Sprintf("split at %d", cut))
 			}
-			for cut := 1; cut < len(tt.give); cut++ {
-				for second := cut; second <= len(tt.give); second += 7 {
+			for cut := 1; cut < len(tt.give); cut += 5 {
+				for second := cut; second <= len(tt.give); second += 17 {
 					c, _, err := feedSplit(t, tt.give, cut, second)
 					if err != nil {
 						t.Fatalf("split at %d,%d: %v", cut, second, err)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestExpandSources(t *testing.T) {
+	tests := []struct {
+		give    []string
+		want    []string
+		wantErr bool
+	}{
+		{give: []string{"127.0.0.2-127.0.0.4"}, want: []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}},
+		{give: []string{"127.0.0.9", "127.0.1.255-127.0.2.0"}, want: []string{"127.0.0.9", "127.0.1.255", "127.0.2.0"}},
+		{give: []string{"127.0.0.4-127.0.0.2"}, wantErr: true},
+		{give: []string{"localhost"}, wantErr: true},
+		{give: []string{"10.0.0.0-10.255.255.255"}, wantErr: true}, // too many
+	}
+	for _, tt := range tests {
+		got, err := expandSources(tt.give)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("expandSources(%v) err = %v; want error %v", tt.give, err, tt.wantErr)
+			continue
+		}
+		if !tt.wantErr && !slices.Equal(got, tt.want) {
+			t.Errorf("expandSources(%v) = %v; want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	env := map[string]string{"LOADGEN_CONNS": "10,20", "LOADGEN_RATE": "5"}
+	getenv := func(k string) string { return env[k] }
+	var stderr bytes.Buffer
+	cfg, out, err := loadConfig(context.Background(), []string{"loadgen", "ramp", "--posts", "3", "--json",
+		"--fanout", "http://127.0.0.1:1,http://127.0.0.1:2", "--writer", "http://127.0.0.1:3/"}, getenv, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Conns, []int{10, 20}) || cfg.Rate != 5 || cfg.Posts != 3 || !out.json ||
+		len(cfg.Nodes) != 2 || cfg.Writer != "http://127.0.0.1:3" || cfg.WorkerArgs[0] != "worker" {
+		t.Fatalf("config %+v, outputs %+v: flags and environment not applied", cfg, out)
+	}
+	for _, bad := range [][]string{
+		{"--conns", "20,10"},
+		{"--conns", "ten"},
+		{"--posts", "0"},
+		{"--fanout", "127.0.0.1:8090"},
+		{"--window", "0s"},
+		{"--sources", "nope"},
+	} {
+		if _, _, err := loadConfig(context.Background(), append([]string{"loadgen", "ramp"}, bad...), getenv, &stderr); err == nil {
+			t.Errorf("flags %v: err = nil; want an error", bad)
+		}
+	}
+}
+
+func TestRunCommands(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"loadgen", "help"}, func(string) string { return "" }, nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "loadgen ramp") {
+		t.Fatalf("help printed %q", stdout.String())
+	}
+	if err := run(context.Background(), []string{"loadgen", "bogus"}, func(string) string { return "" }, nil, &stdout, &stderr); err == nil {
+		t.Fatal("unknown command: err = nil; want an error")
+	}
+	if err := run(context.Background(), []string{"loadgen", "ramp", "--help"}, func(string) string { return "" }, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("ramp --help: %v; want nil", err)
+	}
+	if !strings.Contains(stderr.String(), "-max-connect-rate") {
+		t.Fatal("ramp --help did not list the flags")
+	}
+}
