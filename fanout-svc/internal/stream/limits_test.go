@@ -1,0 +1,57 @@
+package stream
+
+import (
+	"net/http/httptest"
+	"testing"
+)
+
+func TestPerSourceLimit(t *testing.T) {
+	trusted, err := ParsePrefixes([]string{"10.0.0.0/8", "192.168.1.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPerSource(2, trusted)
+	mk := func(remote, xff string) (func(), bool) {
+		r := httptest.NewRequest("GET", "/sse/1", nil)
+		r.RemoteAddr = remote
+		if xff != "" {
+			r.Header.Set("X-Forwarded-For", xff)
+		}
+		return p.acquire(r)
+	}
+	rel1, ok1 := mk("1.2.3.4:1000", "")
+	_, ok2 := mk("1.2.3.4:1001", "9.9.9.9") // untrusted peer: its X-Forwarded-For is ignored
+	_, ok3 := mk("1.2.3.4:1002", "")
+	if !ok1 || !ok2 || ok3 {
+		t.Fatalf("direct client: got %v %v %v; want the third refused", ok1, ok2, ok3)
+	}
+	rel1()
+	rel1() // releasing twice must not free two slots
+	if _, ok := mk("1.2.3.4:1003", ""); !ok {
+		t.Error("slot not returned after release")
+	}
+	if _, ok := mk("1.2.3.4:1004", ""); ok {
+		t.Error("double release freed an extra slot")
+	}
+	// Behind a trusted proxy, the client is the first untrusted hop from the right.
+	for i := 0; i < 2; i++ {
+		if _, ok := mk("10.1.1.1:80", "5.5.5.5, 192.168.1.1"); !ok {
+			t.Fatalf("proxied client %d refused", i)
+		}
+	}
+	if _, ok := mk("10.1.1.2:80", "5.5.5.5"); ok {
+		t.Error("third proxied stream of 5.5.5.5 admitted; want refused")
+	}
+	if _, ok := mk("10.1.1.2:80", "6.6.6.6"); !ok {
+		t.Error("another client behind the same proxy refused")
+	}
+}
+
+func TestParsePrefixesRejectsGarbage(t *testing.T) {
+	if _, err := ParsePrefixes([]string{"10.0.0.0/33"}); err == nil {
+		t.Error("accepted /33")
+	}
+	if _, err := ParsePrefixes([]string{"proxy.local"}); err == nil {
+		t.Error("accepted a host name")
+	}
+}
