@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -37,13 +39,7 @@ const browserWait = 20 * time.Second
 // like. Set UPDATE_SCREENSHOT=1 to rewrite docs/screenshot.png from the first page.
 func TestBrowserPage(t *testing.T) {
 	browser := startBrowser(t)
-	redis := redistest.Start(t)
-
-	// The page's origin must be known before the writer starts, so its CORS_ORIGINS can name it
-	// exactly, as a deployment would.
-	pageAddr := FreeAddr(t)
-	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=http://"+pageAddr)
-	fanout := startFanoutAt(t, pageAddr, redis.URL, "WRITER_PUBLIC_URL="+writer.URL, "PAGE_POSTS="+browserPosts)
+	writer, fanout := startPageStack(t, browserPosts)
 	like(t, writer, http.MethodPost, "42", "seed-user", 1)
 
 	alice := openPage(t, browser, "alice", fanout.URL, 960, 640)
@@ -100,6 +96,84 @@ func TestBrowserPage(t *testing.T) {
 	if os.Getenv("UPDATE_SCREENSHOT") == "1" {
 		alice.saveScreenshot(filepath.Join("..", "docs", "screenshot.png"))
 	}
+}
+
+// TestBrowserPageWithToken checks the page's bearer-token path against a writer that requires
+// JWTs: without a token the like is refused, the page says so and takes its button back; with a
+// pasted token the like is stored as the token's subject.
+func TestBrowserPageWithToken(t *testing.T) {
+	const secret = "e2e-browser-secret-at-least-32-bytes"
+	browser := startBrowser(t)
+	writer, fanout := startPageStack(t, "7", "AUTH_JWT_SECRET="+secret)
+	erin := openPage(t, browser, "erin", fanout.URL, 960, 640)
+	erin.waitState("live")
+	erin.waitCount("7", 0)
+
+	erin.click("7")
+	erin.waitFor(`!document.getElementById("notice").hidden && document.getElementById("notice").textContent.includes("refused")`,
+		"a notice that the writer refused the anonymous like")
+	erin.waitPressed("7", false)
+	if got := storedCount(t, writer, "7"); got != 0 {
+		t.Fatalf("writer stores %d likes of post 7 after a refused like; want 0", got)
+	}
+
+	token := signToken(t, secret, "erin")
+	erin.do(
+		chromedp.Click(chromedp.CSS(".identity summary")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+	)
+	erin.waitFor(`document.getElementById("who").textContent.startsWith("bearer token")`, "the page to use the token")
+	erin.click("7")
+	erin.waitCount("7", 1)
+	erin.waitPressed("7", true)
+
+	// The like belongs to erin: the same token liking again changes nothing.
+	status, body := bearerLike(t, writer, token, "7")
+	if status != http.StatusOK || !strings.Contains(body, `"count":1`) || !strings.Contains(body, `"liked":false`) {
+		t.Errorf("repeat like with erin's token = %d %s; want 200, count 1, liked false", status, body)
+	}
+	erin.checkNoProblems()
+}
+
+// signToken returns an HS256 JWT for user that expires in an hour.
+func signToken(t *testing.T, secret, user string) string {
+	t.Helper()
+	claims := jwt.MapClaims{"sub": user, "exp": time.Now().Add(time.Hour).Unix()}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatalf("sign token: %v", err)
+	}
+	return token
+}
+
+// bearerLike likes post with a bearer token and returns status and body.
+func bearerLike(t *testing.T, writer *Proc, token, post string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, writer.URL+"/like/"+post, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /like/%s: %v", post, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(body))
+}
+
+// startPageStack starts Redis, a writer that allows exactly the page's origin (writerEnv added)
+// and a fanout node that serves the page with posts. The page's address is chosen first, so the
+// writer's CORS_ORIGINS can name it, as a deployment would.
+func startPageStack(t *testing.T, posts string, writerEnv ...string) (writer, fanout *Proc) {
+	t.Helper()
+	redis := redistest.Start(t)
+	pageAddr := FreeAddr(t)
+	writer = StartWriter(t, redis.URL, append([]string{"CORS_ORIGINS=http://" + pageAddr}, writerEnv...)...)
+	fanout = startFanoutAt(t, pageAddr, redis.URL, "WRITER_PUBLIC_URL="+writer.URL, "PAGE_POSTS="+posts)
+	return writer, fanout
 }
 
 // startBrowser starts headless Debian chromium with a fresh profile; it stops when the test ends.
