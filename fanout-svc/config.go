@@ -77,6 +77,10 @@ func (c *config) validate() error {
 	if err := c.Page.Validate(); err != nil {
 		return fmt.Errorf("page: %w", err)
 	}
+	if len(c.Page.Posts) > c.Stream.MaxPosts {
+		// The page follows all its posts on one stream; the node would refuse it every time.
+		return fmt.Errorf("page shows %d posts but a stream may follow at most %d", len(c.Page.Posts), c.Stream.MaxPosts)
+	}
 	return nil
 }
 

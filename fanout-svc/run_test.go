@@ -56,6 +56,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		{"FLUSH_WINDOW": "-1s"},
 		{"TRUSTED_PROXIES": "not-an-ip"},
 		{"HEARTBEAT_INTERVAL": "soon"},
+		{"PAGE_POSTS": "a,b,c", "MAX_POSTS_PER_STREAM": "2"},
 	} {
 		if _, err := loadConfig([]string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard); err == nil {
 			t.Errorf("loadConfig(%v) succeeded; want an error", env)
