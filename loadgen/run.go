@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/likes/likes/loadgen/internal/ramp"
@@ -31,7 +33,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "ramp":
 		return runRamp(ctx, args, getenv, stdout, stderr)
 	case "worker":
-		return runWorker(ctx, stdin, stdout)
+		return runWorker(ctx, stdin, stdout, getenv("LOADGEN_WORKER_CPUPROFILE"))
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -91,9 +93,22 @@ func writeFile(path string, res *report.Result, f func(io.Writer, *report.Result
 // runWorker serves a coordinator over stdin/stdout. It ignores Ctrl-C, which the terminal sends
 // to the whole process group: the coordinator decides when workers stop (it closes their stdin),
 // so it can still collect and print what was measured.
-func runWorker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+// profileDir (LOADGEN_WORKER_CPUPROFILE), when set, receives a CPU profile of each worker, to see
+// where the generator's own time goes.
+func runWorker(ctx context.Context, stdin io.Reader, stdout io.Writer, profileDir string) error {
 	signal.Ignore(os.Interrupt)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
+	if profileDir != "" {
+		f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("worker-%d.pprof", os.Getpid())))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return worker.Serve(ctx, stdin, stdout)
 }
