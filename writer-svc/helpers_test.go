@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/serve"
 )
 

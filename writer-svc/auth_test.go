@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/likes/likes/pkg/redistest"
+)
+
+const testSecret = "an-hs256-secret-of-at-least-32-bytes"
+
+func token(t *testing.T, method jwt.SigningMethod, key any, sub string, exp time.Duration, kid string) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(method, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(time.Now().Add(exp))})
+	if kid != "" {
+		tok.Header["kid"] = kid
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestJWTAuth: with a secret configured the user comes only from a valid token's sub; the
+// X-User-ID header is ignored, and every bad token is a 401 that writes nothing.
+func TestJWTAuth(t *testing.T) {
+	w := startWriter(t, nil, "--auth-jwt-secret", testSecret)
+	valid := token(t, jwt.SigningMethodHS256, []byte(testSecret), "alice", time.Hour, "")
+	got := w.do(t, "POST", "/like/42", "Authorization: Bearer "+valid, "X-User-ID: mallory")
+	wantLike(t, got, "42", 1, true)
+	if w.RDB.Exists(context.Background(), keys.User("42", "alice")).Val() != 1 {
+		t.Error("the like was not recorded for the token's subject")
+	}
+
+	bad := []struct {
+		name    string
+		headers []string
+	}{
+		{"header only", []string{"X-User-ID: mallory"}},
+		{"forged", []string{"Authorization: Bearer " + token(t, jwt.SigningMethodHS256, []byte("not-the-secret-not-the-secret-000"), "mallory", time.Hour, "")}},
+		{"expired", []string{"Authorization: Bearer " + token(t, jwt.SigningMethodHS256, []byte(testSecret), "mallory", -time.Minute, "")}},
+		{"alg none", []string{"Authorization: Bearer " + token(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, "mallory", time.Hour, "")}},
+		{"malformed", []string{"Authorization: Bearer not-a-jwt"}},
+		{"basic", []string{"Authorization: Basic bWFsbG9yeTpwdw=="}},
+	}
+	for _, tt := range bad {
+		for _, method := range []string{"POST", "DELETE"} {
+			got := w.do(t, method, "/like/42", tt.headers...)
+			if got.Status != 401 || got.Body["error"] == nil || !strings.HasPrefix(got.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s %s: %d %v %s; want 401 JSON with WWW-Authenticate", tt.name, method, got.Status, got.Header, got.Raw)
+			}
+		}
+	}
+	if n := w.dedupKeys(t, "42"); n != 1 || w.count(t, "42") != 1 {
+		t.Errorf("after refused tokens: %d dedup keys, count %d; want 1 and 1", n, w.count(t, "42"))
+	}
+	if got := w.do(t, "GET", "/count/42"); got.Status != 200 {
+		t.Errorf("GET /count without a token: %d; want 200 (reads are public)", got.Status)
+	}
+	wantLike(t, w.do(t, "DELETE", "/like/42", "Authorization: Bearer "+valid), "42", 0, false)
+	if got := w.do(t, "GET", "/metrics"); !strings.Contains(got.Raw, "likes_writer_auth_failures_total 12") {
+		t.Error("auth failures not counted 12 times")
+	}
+}
+
+// TestJWKSAuth wires AUTH_JWKS_URL end to end: a token signed by the provider's published key is
+// accepted, one signed by another key under the same kid is not.
+func TestJWKSAuth(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwk, err := jwkset.NewJWKFromKey(&key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: "k1", ALG: jwkset.AlgES256}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := jwkset.NewMemoryStorage()
+	if err := store.KeyWrite(context.Background(), jwk); err != nil {
+		t.Fatal(err)
+	}
+	set, err := store.JSONPublic(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(set) }))
+	defer idp.Close()
+
+	w := startWriter(t, nil, "--auth-jwks-url", idp.URL)
+	wantLike(t, w.do(t, "POST", "/like/7", "Authorization: Bearer "+token(t, jwt.SigningMethodES256, key, "alice", time.Hour, "k1")), "7", 1, true)
+	if got := w.do(t, "POST", "/like/7", "Authorization: Bearer "+token(t, jwt.SigningMethodES256, other, "mallory", time.Hour, "k1")); got.Status != 401 {
+		t.Errorf("token signed by another key: %d %s; want 401", got.Status, got.Raw)
+	}
+	if got := w.do(t, "POST", "/like/7", "Authorization: Bearer "+token(t, jwt.SigningMethodHS256, []byte(testSecret), "mallory", time.Hour, "k1")); got.Status != 401 {
+		t.Errorf("HS256 token with only a JWKS configured: %d %s; want 401", got.Status, got.Raw)
+	}
+}
+
+// TestLikeRateLimit: with LIKE_RATE=1/3s a user's second like within 3 s is a 429 with
+// Retry-After on any replica (the counter is in Redis), and changes nothing.
+func TestLikeRateLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	a := startWriter(t, srv, "--like-rate", "1/3s")
+	b := startWriter(t, srv, "--like-rate", "1/3s")
+	wantLike(t, a.like(t, "p1", "alice"), "p1", 1, true)
+	for name, w := range map[string]*testWriter{"same replica": a, "other replica": b} {
+		got := w.like(t, "p2", "alice")
+		retry, _ := strconv.Atoi(got.Header.Get("Retry-After"))
+		if got.Status != 429 || retry < 1 || retry > 3 || got.Body["error"] == nil {
+			t.Errorf("%s: second like within 3s: %d Retry-After %q %s; want 429 with Retry-After 1-3", name, got.Status, got.Header.Get("Retry-After"), got.Raw)
+		}
+	}
+	if n := a.count(t, "p2"); n != 0 || a.dedupKeys(t, "p2") != 0 {
+		t.Errorf("a refused like changed post p2 (count %d)", n)
+	}
+	wantLike(t, b.like(t, "p2", "bob"), "p2", 1, true)
+	wantLike(t, a.do(t, "DELETE", "/like/p1", "X-User-ID: alice"), "p1", 0, false)
+	if got := a.do(t, "GET", "/metrics"); !strings.Contains(got.Raw, "likes_writer_rate_limited_total 1") {
+		t.Error("rate-limited like not counted")
+	}
+	if ttl := a.RDB.PTTL(context.Background(), "likes:rate:alice").Val(); ttl <= 0 || ttl > 3*time.Second {
+		t.Errorf("rate key ttl %v; want within (0, 3s]", ttl)
+	}
+}

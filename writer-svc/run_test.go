@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/redistest"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startRun runs writer-svc's run in a goroutine with env, waits for /healthz and returns the base
+// URL and the channel run's result arrives on.
+func startRun(t *testing.T, ctx context.Context, env map[string]string) (string, <-chan error) {
+	t.Helper()
+	addr := freeAddr(t)
+	env["LISTEN_ADDR"] = addr
+	env["LOG_LEVEL"] = "error"
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"writer-svc"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	}()
+	base := "http://" + addr
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	waitFor(t, 10*time.Second, "/healthz answers", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v", err)
+		default:
+		}
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return base, done
+}
+
+func waitRun(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v; want nil after a graceful stop", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return within 15s of being stopped")
+	}
+}
+
+func TestRunServesAndStops(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, done := startRun(t, ctx, map[string]string{"REDIS_URL": srv.URL, "LIKE_RATE": "5/1s"})
+	w := &testWriter{URL: base, Client: &http.Client{Timeout: 5 * time.Second}}
+	defer w.Client.CloseIdleConnections()
+	wantLike(t, w.like(t, "e2e", "alice"), "e2e", 1, true)
+	if got := w.do(t, "GET", "/readyz"); got.Status != 200 {
+		t.Errorf("/readyz: %d; want 200", got.Status)
+	}
+	cancel()
+	waitRun(t, done)
+}
+
+func TestRunStopsOnSIGTERM(t *testing.T) {
+	srv := redistest.Start(t)
+	_, done := startRun(t, context.Background(), map[string]string{"REDIS_URL": srv.URL})
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, done)
+}
+
+// TestShutdownFinishesInFlightLike holds a like inside Redis (CLIENT PAUSE), stops the writer,
+// and checks that the listener closes at once while the held like still completes with 200
+// before run returns.
+func TestShutdownFinishesInFlightLike(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, done := startRun(t, ctx, map[string]string{"REDIS_URL": srv.URL, "REQUEST_TIMEOUT": "5s", "REDIS_TIMEOUT": "5s"})
+	if _, err := srv.Do("CLIENT", "PAUSE", 5000, "WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	w := &testWriter{URL: base, Client: &http.Client{Timeout: 10 * time.Second}}
+	defer w.Client.CloseIdleConnections()
+	liked := make(chan *http.Response, 1)
+	go func() { // exits when the like is answered or fails
+		req, _ := http.NewRequest(http.MethodPost, base+"/like/p", nil)
+		req.Header.Set("X-User-ID", "inflight")
+		resp, err := w.Client.Do(req)
+		if err != nil {
+			resp = &http.Response{StatusCode: -1, Status: err.Error(), Body: http.NoBody}
+		}
+		liked <- resp
+	}()
+	waitFor(t, 5*time.Second, "like script held by CLIENT PAUSE", func() bool {
+		list, err := srv.Do("CLIENT", "LIST")
+		s, _ := list.(string)
+		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
+	})
+
+	cancel()
+	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	waitFor(t, 5*time.Second, "listener closed", func() bool {
+		resp, err := probe.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("run returned (%v) while a like was in flight", err)
+	default:
+	}
+	if _, err := srv.Do("CLIENT", "UNPAUSE"); err != nil {
+		t.Fatal(err)
+	}
+	resp := <-liked
+	defer resp.Body.Close()
+	var body struct {
+		Count int64
+		Liked bool
+	}
+	if err := decodeJSON(resp, &body); resp.StatusCode != 200 || err != nil || body.Count != 1 || !body.Liked {
+		t.Errorf("in-flight like: %d %s %+v %v; want 200 count 1 liked", resp.StatusCode, resp.Status, body, err)
+	}
+	waitRun(t, done)
+}
+
+func TestRunHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"writer-svc", "--help"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("--help: %v; want nil", err)
+	}
+	for _, want := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_CLUSTER_ADDRS", "REDIS_PREFIX", "LOG_LEVEL",
+		"REQUEST_TIMEOUT", "CORS_ORIGINS", "LIKE_RATE", "AUTH_JWT_SECRET", "AUTH_JWKS_URL", "X-User-ID", "gateway",
+		"READ_HEADER_TIMEOUT", "READ_TIMEOUT", "WRITE_TIMEOUT", "IDLE_TIMEOUT", "MAX_HEADER_BYTES", "SHUTDOWN_TIMEOUT"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help does not mention %s", want)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad like rate", nil, map[string]string{"LIKE_RATE": "lots"}, "like rate"},
+		{"short secret", nil, map[string]string{"AUTH_JWT_SECRET": "short"}, "32 bytes"},
+		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "request timeout"},
+		{"write timeout below request timeout", []string{"--write-timeout", "1s"}, nil, "write timeout"},
+		{"jwks url not http", nil, map[string]string{"AUTH_JWKS_URL": "ftp://idp/keys"}, "jwks url"},
+		{"malformed env duration", nil, map[string]string{"REQUEST_TIMEOUT": "soon"}, "REQUEST_TIMEOUT"},
+		{"unknown flag", []string{"--nope"}, nil, "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(context.Background(), append([]string{"writer-svc"}, tt.args...), func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v; want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
