@@ -31,7 +31,7 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 	env["LISTEN_ADDR"] = addr
 	env["LOG_LEVEL"] = "error"
 	done := make(chan error, 1)
-	go func() {
+	go func() { // exits when run returns, after ctx is cancelled or SIGTERM
 		done <- run(ctx, []string{"writer-svc"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	}()
 	base := "http://" + addr

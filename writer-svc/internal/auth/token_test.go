@@ -38,6 +38,32 @@ func sign(t testing.TB, method jwt.SigningMethod, c jwt.Claims, key any, kid str
 	return s
 }
 
+// verifyCase is a token and the subject Verify must return for it ("" means refused).
+type verifyCase struct {
+	name  string
+	token string
+	want  string
+}
+
+func checkVerify(t *testing.T, v *Token, tests []verifyCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := v.Verify(context.Background(), tt.token)
+			if tt.want == "" {
+				if !errors.Is(err, ErrUnauthenticated) {
+					t.Errorf("got %q, %v; want ErrUnauthenticated", got, err)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestTokenHS256(t *testing.T) {
 	v, err := NewToken(TokenOptions{Secret: testSecret, Audience: "likes", Issuer: "idp"})
 	if err != nil {
@@ -57,11 +83,7 @@ func TestTokenHS256(t *testing.T) {
 	otherIss.Issuer = "evil"
 	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 
-	tests := []struct {
-		name  string
-		token string
-		want  string // "" means refused
-	}{
+	tests := []verifyCase{
 		{"valid", sign(t, jwt.SigningMethodHS256, good("alice", time.Hour), testSecret, ""), "alice"},
 		{"forged with another secret", sign(t, jwt.SigningMethodHS256, good("alice", time.Hour), []byte("another-secret-another-secret-00"), ""), ""},
 		{"expired", sign(t, jwt.SigningMethodHS256, good("alice", -time.Minute), testSecret, ""), ""},
@@ -75,21 +97,7 @@ func TestTokenHS256(t *testing.T) {
 		{"invalid subject", sign(t, jwt.SigningMethodHS256, good("a:b", time.Hour), testSecret, ""), ""},
 		{"garbage", "not.a.jwt", ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := v.Verify(context.Background(), tt.token)
-			if tt.want == "" {
-				if !errors.Is(err, ErrUnauthenticated) {
-					t.Errorf("got %q, %v; want ErrUnauthenticated", got, err)
-				}
-				t.Logf("refused: %v", err)
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
+	checkVerify(t, v, tests)
 }
 
 func TestTokenFromRequest(t *testing.T) {
@@ -194,11 +202,7 @@ func TestTokenJWKS(t *testing.T) {
 	}
 	ec1DER, _ := x509.MarshalPKIXPublicKey(&ec1.PublicKey)
 	c := claims("alice", time.Hour)
-	tests := []struct {
-		name  string
-		token string
-		want  string
-	}{
+	tests := []verifyCase{
 		{"ES256", sign(t, jwt.SigningMethodES256, c, ec1, "ec1"), "alice"},
 		{"EdDSA", sign(t, jwt.SigningMethodEdDSA, c, edPriv, "ed1"), "alice"},
 		{"forged: attacker key under a published kid", sign(t, jwt.SigningMethodES256, c, attacker, "ec1"), ""},
@@ -209,21 +213,7 @@ func TestTokenJWKS(t *testing.T) {
 		{"expired", sign(t, jwt.SigningMethodES256, claims("alice", -time.Second), ec1, "ec1"), ""},
 		{"key published for another alg", sign(t, jwt.SigningMethodES256, c, ec1, "ed1"), ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := v.Verify(context.Background(), tt.token)
-			if tt.want == "" {
-				if !errors.Is(err, ErrUnauthenticated) {
-					t.Errorf("got %q, %v; want ErrUnauthenticated", got, err)
-				}
-				t.Logf("refused: %v", err)
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
+	checkVerify(t, v, tests)
 
 	// Key rotation: a token signed with a key published after the first fetch is accepted,
 	// because an unknown kid refetches the set.

@@ -68,41 +68,37 @@ type countReply struct {
 	Count  int64  `json:"count"`
 }
 
-func (h *Handler) like(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) like(w http.ResponseWriter, r *http.Request)   { h.change(w, r, opLike) }
+func (h *Handler) unlike(w http.ResponseWriter, r *http.Request) { h.change(w, r, opUnlike) }
+
+// change runs a like or an unlike. "liked" in the reply says whether this request added the
+// like: false for a repeated like and always for an unlike.
+func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	post, user, err := h.parse(r)
-	if err == nil {
-		err = h.allow(ctx, user)
-	}
 	var res Result
 	if err == nil {
-		res, err = h.store.Like(ctx, post, user)
+		res, err = h.apply(ctx, op, post, user)
 	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.metrics.record(opLike, res)
-	serve.JSON(w, http.StatusOK, likeReply{PostID: post, Count: res.Count, Liked: res.Changed})
+	h.metrics.record(op, res)
+	serve.JSON(w, http.StatusOK, likeReply{PostID: post, Count: res.Count, Liked: op == opLike && res.Changed})
 }
 
-func (h *Handler) unlike(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
-	defer cancel()
-	r = r.WithContext(ctx)
-	post, user, err := h.parse(r)
-	var res Result
-	if err == nil {
-		res, err = h.store.Unlike(ctx, post, user)
+// apply stores the change; only likes pass the rate limit.
+func (h *Handler) apply(ctx context.Context, op, post, user string) (Result, error) {
+	if op == opUnlike {
+		return h.store.Unlike(ctx, post, user)
 	}
-	if err != nil {
-		h.fail(w, r, err)
-		return
+	if err := h.allow(ctx, user); err != nil {
+		return Result{}, err
 	}
-	h.metrics.record(opUnlike, res)
-	serve.JSON(w, http.StatusOK, likeReply{PostID: post, Count: res.Count, Liked: false})
+	return h.store.Like(ctx, post, user)
 }
 
 func (h *Handler) count(w http.ResponseWriter, r *http.Request) {
