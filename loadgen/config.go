@@ -49,7 +49,7 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 			"each adds a port range, so one machine can hold more than 64K connections")
 	set.Float(&maxConnectRate, "max-connect-rate", "LOADGEN_MAX_CONNECT_RATE", 5000, "new viewers per second, all workers together (0 = no limit)")
 	set.Int(&cfg.PerWorker, "per-worker", "LOADGEN_PER_WORKER", 15000, "viewers per worker process (a process may hold 20,000 open files here)")
-	set.Int(&cfg.ReadBuffer, "read-buffer", "LOADGEN_READ_BUFFER", 4096, "bytes read per viewer read call")
+	set.Int(&cfg.ReadBuffer, "read-buffer", "LOADGEN_READ_BUFFER", 64<<10, "bytes one read(2) may take from a viewer's socket (one buffer per reader loop)")
 	set.Duration(&cfg.ConnectTimeout, "connect-timeout", "LOADGEN_CONNECT_TIMEOUT", 10*time.Second, "time a viewer may take to connect and get its response head")
 	set.Duration(&cfg.LikeTimeout, "like-timeout", "LOADGEN_LIKE_TIMEOUT", 5*time.Second, "timeout of one like request")
 	set.Duration(&cfg.ConvergeTimeout, "converge-timeout", "LOADGEN_CONVERGE_TIMEOUT", 2*time.Second, "time viewers have to show the final counts after writes stop")

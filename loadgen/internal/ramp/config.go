@@ -20,7 +20,7 @@ type Config struct {
 	Sources         []string // local source addresses for viewers
 	MaxConnectRate  float64  // new viewers per second (0: unlimited)
 	PerWorker       int      // viewers per worker process
-	ReadBuffer      int      // bytes per viewer read
+	ReadBuffer      int      // bytes per read(2) (one buffer per worker loop)
 	ConnectTimeout  time.Duration
 	LikeTimeout     time.Duration
 	ConvergeTimeout time.Duration

@@ -3,32 +3,34 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // target is where a viewer connects and the request it sends.
 type target struct {
-	addr    string // host:port
+	addr    netip.AddrPort
 	request []byte // the whole GET request
 }
 
-// newTargets builds one target per (node, post): the request bytes are built once and shared.
-func newTargets(nodes, posts []string) ([][]target, error) {
+// newTargets builds one target per (node, post), resolving each node's host once; the request
+// bytes are built once and shared.
+func newTargets(ctx context.Context, nodes, posts []string) ([][]target, error) {
 	out := make([][]target, len(nodes))
 	for n, raw := range nodes {
 		u, err := url.Parse(raw)
 		if err != nil || u.Host == "" || u.Scheme != "http" {
 			return nil, errors.New("fanout node URL must be http://host:port: " + raw)
 		}
-		addr := u.Host
-		if u.Port() == "" {
-			addr = net.JoinHostPort(u.Hostname(), "80")
+		addr, err := resolve(ctx, u)
+		if err != nil {
+			return nil, err
 		}
 		base := strings.TrimSuffix(u.Path, "/")
 		out[n] = make([]target, len(posts))
@@ -41,36 +43,83 @@ func newTargets(nodes, posts []string) ([][]target, error) {
 	return out, nil
 }
 
-// newDialer returns a dialer bound to source (empty: the kernel's choice). With a source address
-// the port is left to connect(2) (IP_BIND_ADDRESS_NO_PORT), so each source address offers its full
-// port range to every destination instead of one shared range.
-func newDialer(source string, timeout time.Duration) *net.Dialer {
-	d := &net.Dialer{Timeout: timeout, KeepAlive: -1}
-	if source == "" {
-		return d
+func resolve(ctx context.Context, u *url.URL) (netip.AddrPort, error) {
+	port := u.Port()
+	if port == "" {
+		port = "80"
 	}
-	d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
-	d.Control = func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
-		})
-		return errors.Join(err, serr)
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("resolve %s: %v", u.Host, err)
 	}
-	return d
+	ip := ips[0]
+	for _, a := range ips {
+		if a.Unmap().Is4() {
+			ip = a
+			break
+		}
+	}
+	pn, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(pn)), nil
 }
 
-// dial connects and sends the request.
-func dial(ctx context.Context, d *net.Dialer, t target) (net.Conn, error) {
-	conn, err := d.DialContext(ctx, "tcp", t.addr)
+// parseSources turns source addresses into IPs.
+func parseSources(sources []string) ([]netip.Addr, error) {
+	out := make([]netip.Addr, 0, len(sources))
+	for _, s := range sources {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("source address %q: %w", s, err)
+		}
+		out = append(out, a.Unmap())
+	}
+	return out, nil
+}
+
+// openSocket creates a non-blocking TCP socket, binds it to source when one is given, and starts
+// connecting to dst; the connection completes (or fails) when the socket becomes writable. With a
+// source address the port is left to connect(2) (IP_BIND_ADDRESS_NO_PORT), so each source address
+// offers its full port range to every destination instead of one range shared by all.
+func openSocket(source netip.Addr, dst netip.AddrPort) (int, error) {
+	family := unix.AF_INET
+	if dst.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
-	if _, err := conn.Write(t.request); err != nil {
-		conn.Close()
-		return nil, err
+	if err := bindAndConnect(fd, source, dst); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
-	return conn, nil
+	return fd, nil
+}
+
+func bindAndConnect(fd int, source netip.Addr, dst netip.AddrPort) error {
+	if source.IsValid() {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1); err != nil {
+			return err
+		}
+		if err := unix.Bind(fd, sockaddr(netip.AddrPortFrom(source, 0))); err != nil {
+			return err
+		}
+	}
+	err := unix.Connect(fd, sockaddr(dst))
+	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
+		return err
+	}
+	return nil
+}
+
+func sockaddr(ap netip.AddrPort) unix.Sockaddr {
+	if ap.Addr().Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
 // reason names an error for the failure summary: the errno when there is one ("connection
@@ -79,10 +128,6 @@ func reason(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return errno.Error()
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "timeout"
 	}
 	s := err.Error()
 	if i := strings.LastIndex(s, ": "); i >= 0 {

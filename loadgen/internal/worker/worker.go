@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/likes/likes/loadgen/internal/procstat"
 )
@@ -24,16 +27,16 @@ const maxReasons = 16
 
 // Worker holds viewers and answers the coordinator's requests.
 type Worker struct {
-	readBuffer int
 	posts      int
 	targets    [][]target    // [node][post]
-	dialers    []*net.Dialer // one per source address
+	sources    []netip.Addr  // empty: the kernel's choice
+	loops      []*loop       // one epoll reader per usable CPU
 	handshakes chan struct{} // semaphore of maxHandshakes
 
 	mu      sync.Mutex // guards viewers, reasons, connectCancel
 	viewers []*viewer
 	reasons map[string]int
-	// connectCancel stops the connecting in progress; the coordinator's abandon and shutdown call it.
+	// connectCancel stops the connecting in progress; abandon and shutdown call it.
 	connectCancel context.CancelFunc
 
 	wanted, pending, open, failedN, refused, droppedN atomic.Int64
@@ -41,7 +44,7 @@ type Worker struct {
 	closing                                           atomic.Bool
 	phase                                             atomic.Pointer[phase]
 
-	wg sync.WaitGroup // viewer and connector goroutines
+	connectors sync.WaitGroup // connector goroutines
 }
 
 // Serve reads requests from in and writes replies to out until a quit request, the end of in, or
@@ -97,7 +100,7 @@ func (w *Worker) handle(ctx context.Context, req Request) Reply {
 	var err error
 	switch req.Op {
 	case OpInit:
-		err = w.init(req.Init)
+		err = w.init(ctx, req.Init)
 	case OpConnect:
 		err = w.connect(ctx, req.Connect)
 	case OpStatus:
@@ -119,27 +122,42 @@ func (w *Worker) handle(ctx context.Context, req Request) Reply {
 	return rep
 }
 
-func (w *Worker) init(in *Init) error {
+func (w *Worker) init(ctx context.Context, in *Init) error {
 	if in == nil || len(in.Nodes) == 0 || len(in.Posts) == 0 {
 		return errors.New("init needs nodes and posts")
 	}
-	targets, err := newTargets(in.Nodes, in.Posts)
+	if w.loops != nil {
+		return errors.New("init twice")
+	}
+	targets, err := newTargets(ctx, in.Nodes, in.Posts)
 	if err != nil {
+		return err
+	}
+	if w.sources, err = parseSources(in.Sources); err != nil {
 		return err
 	}
 	timeout := time.Duration(in.DialTimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	w.dialers = nil
-	for _, src := range in.Sources {
-		w.dialers = append(w.dialers, newDialer(src, timeout))
+	maxFD, err := procstat.RaiseNoFile()
+	if err != nil || maxFD == 0 || maxFD > 1<<24 {
+		maxFD = 1 << 16
 	}
-	if len(w.dialers) == 0 {
-		w.dialers = []*net.Dialer{newDialer("", timeout)}
+	bufSize := in.ReadBuffer
+	if bufSize <= 0 {
+		bufSize = readBufferDefault
 	}
+	bufSize = max(bufSize, 16)
 	w.targets, w.posts = targets, len(in.Posts)
-	w.readBuffer = max(in.ReadBuffer, 512)
+	for range runtime.GOMAXPROCS(0) {
+		l, err := newLoop(w, int(maxFD), bufSize, timeout)
+		if err != nil {
+			return err
+		}
+		w.loops = append(w.loops, l)
+		go l.run() // exits when shutdown stops it
+	}
 	return nil
 }
 
@@ -157,9 +175,9 @@ func (w *Worker) connect(ctx context.Context, c *Connect) error {
 	w.mu.Unlock()
 	w.wanted.Add(int64(c.Count))
 	w.pending.Add(int64(c.Count))
-	w.wg.Add(1)
+	w.connectors.Add(1)
 	go func() { // exits when every viewer is launched or cctx is cancelled (abandon, shutdown)
-		defer w.wg.Done()
+		defer w.connectors.Done()
 		w.launch(cctx, c)
 	}()
 	return nil
@@ -188,12 +206,20 @@ func (w *Worker) launch(ctx context.Context, c *Connect) {
 			w.addReason("abandoned before connecting", left)
 			return
 		}
-		v := w.newViewer(c.First + i)
-		w.wg.Add(1)
-		go func() { // exits when the connection ends (see viewer.run)
-			defer w.wg.Done()
-			v.run(ctx, func() { <-w.handshakes })
-		}()
+		w.start(w.newViewer(c.First + i))
+	}
+}
+
+// start opens a viewer's socket and hands it to its loop.
+func (w *Worker) start(v *viewer) {
+	fd, err := openSocket(v.source, v.target.addr)
+	if err != nil {
+		v.fail(stateFailed, reason(err))
+		return
+	}
+	if err := w.loopOf(v).add(v, fd); err != nil {
+		_ = unix.Close(fd)
+		v.fail(stateFailed, reason(err))
 	}
 }
 
@@ -205,7 +231,10 @@ func (w *Worker) newViewer(index int) *viewer {
 		post:   post,
 		shard:  index % latencyShards,
 		target: w.targets[node][post],
-		dialer: w.dialers[index%len(w.dialers)],
+		fd:     -1,
+	}
+	if len(w.sources) > 0 {
+		v.source = w.sources[index%len(w.sources)]
 	}
 	v.last.Store(-1)
 	v.emitFn = v.emit
@@ -215,9 +244,13 @@ func (w *Worker) newViewer(index int) *viewer {
 	return v
 }
 
+// loopOf returns the loop that reads v's socket.
+func (w *Worker) loopOf(v *viewer) *loop { return w.loops[v.shard%len(w.loops)] }
+
 // opened is called once by a viewer whose head said 200.
 func (w *Worker) opened(v *viewer) {
 	if v.state.CompareAndSwap(statePending, stateOpen) {
+		<-w.handshakes
 		w.pending.Add(-1)
 		w.open.Add(1)
 	}
@@ -225,6 +258,7 @@ func (w *Worker) opened(v *viewer) {
 
 // failed is called once by a viewer that never opened.
 func (w *Worker) failed(state int32, why string) {
+	<-w.handshakes
 	w.pending.Add(-1)
 	if state == stateRefused {
 		w.refused.Add(1)
@@ -282,10 +316,9 @@ func (w *Worker) abandon() {
 	if w.connectCancel != nil {
 		w.connectCancel()
 	}
-	viewers := w.viewers
 	w.mu.Unlock()
-	for _, v := range viewers {
-		v.abandonIfPending()
+	for _, l := range w.loops {
+		l.abandon.Store(true)
 	}
 }
 
@@ -350,20 +383,12 @@ func (w *Worker) report(r *ReportRange) (*Report, error) {
 	return ph.report(r), nil
 }
 
-// shutdown closes every viewer and waits for all goroutines, at most a few seconds.
+// shutdown stops connecting, then stops every loop, which closes its viewers' sockets.
 func (w *Worker) shutdown() {
 	w.closing.Store(true)
 	w.abandon()
-	for _, v := range w.snapshot() {
-		v.close()
-	}
-	done := make(chan struct{})
-	go func() { // exits when every viewer goroutine has returned
-		w.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
+	w.connectors.Wait()
+	for _, l := range w.loops {
+		l.shutdown()
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -235,5 +236,51 @@ func TestBadRequests(t *testing.T) {
 		if _, err := c.Call(req); err == nil {
 			t.Errorf("request %+v: err = nil; want an error", req)
 		}
+	}
+}
+
+// silentServer accepts connections and never answers, like an overloaded node.
+func silentServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() { // exits when the listener is closed
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func TestHandshakeTimeoutAndAbandon(t *testing.T) {
+	url := silentServer(t)
+	c := startWorker(t)
+	call(t, c, Request{Op: OpInit, Init: &Init{Nodes: []string{url}, Posts: []string{"p"}, DialTimeoutMS: 300}})
+	call(t, c, Request{Op: OpConnect, Connect: &Connect{First: 0, Count: 4}})
+	st := waitStatus(t, c, func(s *Status) bool { return s.Pending == 0 })
+	if st.Failed != 4 || st.Errors["timeout"] != 4 {
+		t.Fatalf("status %+v; want 4 handshakes failed by timeout", st)
+	}
+
+	c2 := startWorker(t)
+	call(t, c2, Request{Op: OpInit, Init: &Init{Nodes: []string{url}, Posts: []string{"p"}, DialTimeoutMS: 60000}})
+	call(t, c2, Request{Op: OpConnect, Connect: &Connect{First: 0, Count: 1000, Rate: 500}})
+	waitStatus(t, c2, func(s *Status) bool { return s.Wanted == 1000 })
+	call(t, c2, Request{Op: OpAbandon}) // well before the 60 s handshake timeout
+	st = waitStatus(t, c2, func(s *Status) bool { return s.Pending == 0 })
+	if st.Failed != 1000 || st.Open != 0 {
+		t.Fatalf("status %+v; want all 1000 failed (abandoned) at once", st)
 	}
 }
