@@ -113,11 +113,7 @@ func (c *Cluster) healthy() error {
 
 // slotOwners returns n's view of the slot map as text ("start-end addr;..."), for comparing views.
 func slotOwners(n *Server) (string, error) {
-	cl := redis.NewClient(&redis.Options{Addr: n.Addr})
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	slots, err := cl.ClusterSlots(ctx).Result()
+	slots, err := clusterSlots(n)
 	if err != nil {
 		return "", err
 	}
@@ -151,12 +147,18 @@ func (c *Cluster) NodeFor(key string) *Server {
 	return nil
 }
 
-func (c *Cluster) slotOwner(asked *Server, slot int) *Server {
-	cl := redis.NewClient(&redis.Options{Addr: asked.Addr})
+// clusterSlots returns n's CLUSTER SLOTS.
+func clusterSlots(n *Server) ([]redis.ClusterSlot, error) {
+	cl := redis.NewClient(&redis.Options{Addr: n.Addr})
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	slots, err := cl.ClusterSlots(ctx).Result()
+	return cl.ClusterSlots(ctx).Result()
+}
+
+// slotOwner returns the node that owns slot in asked's view, or nil.
+func (c *Cluster) slotOwner(asked *Server, slot int) *Server {
+	slots, err := clusterSlots(asked)
 	if err != nil {
 		return nil
 	}

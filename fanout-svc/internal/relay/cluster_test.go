@@ -38,6 +38,14 @@ func postsPerNode(t *testing.T, c *redistest.Cluster, n int) [][]string {
 	return nil
 }
 
+// subscribeAll subscribes rel to each post.
+func subscribeAll(t *testing.T, rel *Relay, posts ...string) {
+	t.Helper()
+	for _, p := range posts {
+		subscribe(t, rel, p)
+	}
+}
+
 // shardSubscribers returns how many clients of node n are subscribed to the sharded channel ch.
 func shardSubscribers(t *testing.T, n *redistest.Server, ch string) int64 {
 	t.Helper()
@@ -72,9 +80,7 @@ func TestClusterRoutesEachPostToItsNode(t *testing.T) {
 	rel, sink := startRelay(t, cc)
 	posts := postsPerNode(t, c, 2)
 	for _, ps := range posts {
-		for _, p := range ps {
-			subscribe(t, rel, p)
-		}
+		subscribeAll(t, rel, ps...)
 	}
 	bus := rel.bus.(*clusterBus)
 	bus.mu.Lock()
@@ -121,8 +127,7 @@ func TestClusterFollowsMigratedSlot(t *testing.T) {
 	rel, sink := startRelay(t, cc)
 	posts := postsPerNode(t, c, 1)
 	post, neighbour := posts[0][0], posts[1][0]
-	subscribe(t, rel, post)
-	subscribe(t, rel, neighbour)
+	subscribeAll(t, rel, post, neighbour)
 	store(t, cc, post, 3, 300) // stored, not published
 
 	c.MigrateSlot(keySlot(keys.Channel(post)), c.Nodes[2])
@@ -152,9 +157,7 @@ func TestClusterResubscribesAfterNodeRestart(t *testing.T) {
 	rel, sink := startRelay(t, cc)
 	posts := postsPerNode(t, c, 3)
 	for _, ps := range posts {
-		for _, p := range ps {
-			subscribe(t, rel, p)
-		}
+		subscribeAll(t, rel, ps...)
 	}
 	const victim = 1
 	for _, p := range posts[victim] {
