@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -123,11 +124,16 @@ func TestComposeBuilds(t *testing.T) {
 func TestComposeEnvironmentIsRead(t *testing.T) {
 	p := loadCompose(t)
 	for prog, s := range likesServices(t, p) {
-		if len(s.Environment) == 0 {
-			continue
-		}
 		t.Run(s.Name, func(t *testing.T) {
-			read := programEnv(t, prog)
+			var read map[string]bool
+			if prog == "loadgen" {
+				read = helpEnv(helpText(t, prog, subcommand(s)...))
+			} else {
+				read = programEnv(t, prog)
+			}
+			if len(read) == 0 {
+				t.Fatalf("%s --help names no environment variables", prog)
+			}
 			for name := range s.Environment {
 				if !read[name] {
 					t.Errorf("%s sets %s, which %s does not read (its --help names %d variables)", s.Name, name, prog, len(read))
@@ -137,31 +143,61 @@ func TestComposeEnvironmentIsRead(t *testing.T) {
 	}
 }
 
-// TestComposeLoadgenFlags checks that the flags compose passes loadgen exist.
-func TestComposeLoadgenFlags(t *testing.T) {
-	s := loadCompose(t).Services["loadgen"]
-	args := append(slices.Clone([]string(s.Entrypoint)), s.Command...)
-	if len(args) == 0 || args[0] != "/app" {
-		t.Fatalf("loadgen entrypoint %v; want /app first (the Dockerfile's binary)", args)
+// subcommand returns the leading non-flag word of a service's command ("ramp"), if any.
+func subcommand(s types.ServiceConfig) []string {
+	if len(s.Command) > 0 && !strings.HasPrefix(s.Command[0], "-") {
+		return []string{s.Command[0]}
 	}
-	args = args[1:]
-	var sub []string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub = []string{args[0]}
+	return nil
+}
+
+// TestComposeLoadgenCommand checks that loadgen's command and flags exist and that it targets
+// the fanout replicas by their Compose DNS name.
+func TestComposeLoadgenCommand(t *testing.T) {
+	s := loadCompose(t).Services["loadgen"]
+	if len(s.Entrypoint) != 0 {
+		t.Errorf("loadgen entrypoint %v; want the image's, so that `run loadgen ramp ...` works", s.Entrypoint)
+	}
+	sub := subcommand(s)
+	if len(sub) == 0 {
+		t.Fatalf("loadgen command %v names no subcommand", s.Command)
 	}
 	help := helpText(t, "loadgen", sub...)
+	if !strings.Contains(help, "Usage of loadgen "+sub[0]) {
+		t.Fatalf("loadgen %s --help is not that subcommand's usage:\n%s", sub[0], help)
+	}
 	flags := helpFlags(help)
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !flags[name] {
-			t.Errorf("loadgen %v: flag --%s is not in its --help:\n%s", sub, name, help)
+	for _, a := range s.Command[1:] {
+		if name, ok := strings.CutPrefix(a, "-"); ok {
+			name, _, _ = strings.Cut(strings.TrimLeft(name, "-"), "=")
+			if !flags[name] {
+				t.Errorf("loadgen %s: flag --%s is not in its --help", sub[0], name)
+			}
 		}
 	}
-	if !slices.Contains(args, "http://fanout-svc:8090") {
-		t.Errorf("loadgen args %v do not name fanout-svc by its Compose DNS name", args)
+	if got := s.Environment["LOADGEN_FANOUT"]; got == nil || *got != "http://fanout-svc:8090" {
+		t.Errorf("loadgen LOADGEN_FANOUT = %v; want http://fanout-svc:8090, the Compose DNS name of every replica", got)
+	}
+}
+
+// TestComposeFanoutDrainsBeforeKill: Docker sends SIGKILL after stop_grace_period, which must
+// cover the drain window and the shutdown timeout.
+func TestComposeFanoutDrainsBeforeKill(t *testing.T) {
+	s := loadCompose(t).Services["fanout-svc"]
+	var need time.Duration
+	for _, name := range []string{"DRAIN_WINDOW", "SHUTDOWN_TIMEOUT"} {
+		v := s.Environment[name]
+		if v == nil {
+			t.Fatalf("fanout-svc does not set %s", name)
+		}
+		d, err := time.ParseDuration(*v)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, *v, err)
+		}
+		need += d
+	}
+	if s.StopGracePeriod == nil || time.Duration(*s.StopGracePeriod) <= need {
+		t.Errorf("fanout-svc stop_grace_period %v; want more than DRAIN_WINDOW + SHUTDOWN_TIMEOUT = %v", s.StopGracePeriod, need)
 	}
 }
 
