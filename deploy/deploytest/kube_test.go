@@ -355,7 +355,7 @@ func TestHPAAndIngressTargets(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"writer-svc /like", "writer-svc /count", "fanout-svc /"} {
+	for _, want := range []string{"writer-svc /like", "writer-svc /count", "fanout-svc /", "fanout-svc /assets", "fanout-svc /sse"} {
 		if !routed[want] {
 			t.Errorf("no Ingress routes %s; routes: %v", want, routed)
 		}
