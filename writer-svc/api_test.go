@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -220,5 +222,29 @@ func TestPanicRecovered(t *testing.T) {
 	}
 	if got := w.do(t, http.MethodGet, "/healthz"); got.Status != 200 {
 		t.Errorf("after a panic /healthz: %d; want 200", got.Status)
+	}
+}
+
+// TestSlowHeadersCutOff: a client that never finishes its headers (slowloris) is disconnected
+// after READ_HEADER_TIMEOUT instead of holding a connection forever.
+func TestSlowHeadersCutOff(t *testing.T) {
+	const headerTimeout = 300 * time.Millisecond
+	w := startWriter(t, nil, "--read-header-timeout", headerTimeout.String())
+	conn, err := net.Dial("tcp", strings.TrimPrefix(w.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST /like/42 HTTP/1.1\r\nHost: writer\r\nX-User-ID: slow")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(conn) // returns when the server closes the connection
+	if took := time.Since(start); err != nil || took > headerTimeout+2*time.Second {
+		t.Errorf("server closed after %s (read error %v); want about %s", took, err, headerTimeout)
+	}
+	if n := w.dbSize(t); n != 0 {
+		t.Errorf("a request with unfinished headers wrote %d keys", n)
 	}
 }

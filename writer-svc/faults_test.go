@@ -87,7 +87,7 @@ func TestRetryAfterTimeoutNeverDoubleCounts(t *testing.T) {
 		if got.Status != 503 || got.Header.Get("Retry-After") == "" {
 			t.Fatalf("attempt %d: %d %s; want 503 with Retry-After", attempts, got.Status, got.Raw)
 		}
-		if took := time.Since(start); took > timeout+500*time.Millisecond {
+		if took := time.Since(start); took > timeout+time.Second {
 			t.Errorf("attempt %d took %s; want about the %s timeout", attempts, took, timeout)
 		}
 		if attempts > 50 {
