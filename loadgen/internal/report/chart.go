@@ -16,8 +16,8 @@ type series struct {
 }
 
 const (
-	chartW, chartH                     = 560, 300
-	padLeft, padRight, padTop, padBott = 64, 16, 32, 44
+	chartW, chartH                     = 560, 320
+	padLeft, padRight, padTop, padBott = 64, 16, 48, 44
 )
 
 // lineChart renders an SVG line chart of series against xs (connections). Everything is inline,
@@ -78,7 +78,7 @@ func lineChart(title, yLabel string, xs []float64, ss []series) string {
 		}
 		lx := padLeft + 8 + k*130
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>`,
-			lx, padTop-4, s.color, lx+14, padTop+5, html.EscapeString(s.name))
+			lx, padTop-22, s.color, lx+14, padTop-13, html.EscapeString(s.name))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
