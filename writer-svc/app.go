@@ -86,7 +86,7 @@ func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, 
 // newIdentifier returns the configured way to tell who a request acts for.
 func newIdentifier(ctx context.Context, cfg AuthConfig, log *zap.Logger) (auth.Identifier, error) {
 	if !cfg.Enabled() {
-		log.Info("no token auth configured: trusting the X-User-ID header; expose only behind a gateway that sets it")
+		log.Warn("no token auth configured: trusting the X-User-ID header; expose only behind a gateway that sets it")
 		return auth.Header{}, nil
 	}
 	o := auth.TokenOptions{Audience: cfg.Audience, Issuer: cfg.Issuer}

@@ -24,7 +24,7 @@ type limitedError struct {
 }
 
 func (e *limitedError) Error() string {
-	return fmt.Sprintf("too many likes: retry in %s", e.retryAfter.Round(time.Millisecond))
+	return fmt.Sprintf("too many likes: retry in %ds", ceilSeconds(e.retryAfter))
 }
 
 // fail answers err with its status: this is the one place errors become HTTP statuses. Anything
