@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	log, err := logging.New("fanout-svc", cfg.LogLevel)
+	log, err := logging.New("fanout-svc", cfg.LogLevel, stderr)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	log, err := logging.New("writer-svc", cfg.LogLevel)
+	log, err := logging.New("writer-svc", cfg.LogLevel, stderr)
 	if err != nil {
 		return err
 	}

@@ -4,24 +4,22 @@ package logging
 
 import (
 	"fmt"
+	"io"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
-// New returns a production JSON logger at level (debug, info, warn, error) named after service.
-func New(service, level string) (*zap.Logger, error) {
+// New returns a production JSON logger at level (debug, info, warn, error) that writes to out
+// (the stderr a service's run was given) and names the service in every line.
+func New(service, level string, out io.Writer) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	cfg.Sampling = nil
-	log, err := cfg.Build()
-	if err != nil {
-		return nil, fmt.Errorf("build logger: %w", err)
-	}
-	return log.With(zap.String("service", service)), nil
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(out)), lvl)
+	return zap.New(core, zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(out)))).
+		With(zap.String("service", service)), nil
 }

@@ -41,6 +41,8 @@ func New(c Config) (redis.UniversalClient, error) {
 			ReadTimeout:  c.Timeout,
 			WriteTimeout: c.Timeout,
 			PoolSize:     c.PoolSize,
+			// A request's deadline must bound its Redis call even when Redis stalls mid-read.
+			ContextTimeoutEnabled: true,
 		}), nil
 	}
 	opt, err := redis.ParseURL(c.URL)
@@ -50,6 +52,7 @@ func New(c Config) (redis.UniversalClient, error) {
 	opt.DialTimeout = c.Timeout
 	opt.ReadTimeout = c.Timeout
 	opt.WriteTimeout = c.Timeout
+	opt.ContextTimeoutEnabled = true // a request's deadline bounds its Redis call
 	if c.PoolSize > 0 {
 		opt.PoolSize = c.PoolSize
 	}

@@ -47,6 +47,9 @@ func (s Scheme) Version(postID string) string { return s.post(postID, ":ver") }
 // User is the dedup key that records that userID likes postID.
 func (s Scheme) User(postID, userID string) string { return s.post(postID, ":u:"+userID) }
 
+// RateLimit is the per-user like-rate counter. It has no post hash tag: it belongs to the user.
+func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + userID }
+
 // Channel is the pub/sub channel that carries the post's updates.
 func (s Scheme) Channel(postID string) string { return s.post(postID, ":ch") }
 

@@ -14,6 +14,7 @@ func TestSchemeKeys(t *testing.T) {
 		{"user", s.User("42", "alice"), "likes:{42}:u:alice"},
 		{"channel", s.Channel("42"), "likes:{42}:ch"},
 		{"prefix", New("app:").Count("a-b"), "app:{a-b}:count"},
+		{"rate limit", s.RateLimit("alice"), "likes:rate:alice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
