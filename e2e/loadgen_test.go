@@ -157,3 +157,35 @@ func TestLoadgenReportsRefusalsAsCapped(t *testing.T) {
 		t.Fatalf("phase row %q; want 80 wanted, 50 open, 0 failed, 30 refused, delivery 100.00", lines[2])
 	}
 }
+
+// TestLoadgenClosedLoop runs the closed loop (writers that send the next like when the last is
+// answered, as fast as the writer allows): every like is acknowledged and every viewer converges.
+// Delivery is not asserted: at the closed loop's full speed a node may conflate updates for slow
+// viewers (newest value wins), which the ramp reports as delivery below 100%.
+func TestLoadgenClosedLoop(t *testing.T) {
+	redis := redistest.Start(t)
+	writer := StartWriter(t, redis.URL)
+	node := StartFanout(t, redis.URL)
+	out := runLoadgen(t, "ramp", "--writer", writer.URL, "--fanout", node.URL, "--conns", "60",
+		"--posts", "3", "--writers", "2", "--warmup", "300ms", "--window", "1500ms", "--json")
+	var res struct {
+		Mode   string `json:"mode"`
+		Phases []struct {
+			LikesAcked  int64    `json:"likes_acked"`
+			LikeErrors  int64    `json:"like_errors"`
+			Convergence float64  `json:"convergence_pct"`
+			Delivery    *float64 `json:"delivery_pct"`
+			Received    int64    `json:"events_received"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Phases) != 1 {
+		t.Fatalf("decode JSON: %v (%d phases)\n%s", err, len(res.Phases), out)
+	}
+	ph := res.Phases[0]
+	if res.Mode != "closed loop, 2 writers" || ph.LikesAcked < 10 || ph.LikeErrors != 0 {
+		t.Fatalf("mode %q, %d likes acked, %d errors; want a closed loop with likes and no errors", res.Mode, ph.LikesAcked, ph.LikeErrors)
+	}
+	if ph.Convergence != 100 || ph.Delivery == nil || ph.Received == 0 {
+		t.Fatalf("convergence %v%%, delivery %v, received %d; want 100%% and a delivery figure", ph.Convergence, ph.Delivery, ph.Received)
+	}
+}

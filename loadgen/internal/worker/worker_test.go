@@ -284,3 +284,28 @@ func TestHandshakeTimeoutAndAbandon(t *testing.T) {
 		t.Fatalf("status %+v; want all 1000 failed (abandoned) at once", st)
 	}
 }
+
+// TestEveryEventCountedUnderVolume sends many updates as fast as the server can write them: the
+// worker must count every one (the node never conflates here, so anything short is the worker's
+// loss).
+func TestEveryEventCountedUnderVolume(t *testing.T) {
+	srv := newSSEServer(t, 0)
+	c := startWorker(t)
+	call(t, c, Request{Op: OpInit, Init: &Init{Nodes: []string{srv.URL}, Posts: []string{"a"}, ReadBuffer: 1000}})
+	call(t, c, Request{Op: OpConnect, Connect: &Connect{First: 0, Count: 10}})
+	waitStatus(t, c, func(s *Status) bool { return s.Open == 10 })
+	now := time.Now().UnixMicro()
+	call(t, c, Request{Op: OpBegin, Begin: &Begin{Base: []int64{0}, WindowStartUS: now, WindowEndUS: now + 3600e6}})
+	const likes = 20000
+	for i := range likes {
+		srv.like("a", now+int64(i))
+	}
+	conv := call(t, c, Request{Op: OpConverge, Converge: &Converge{Final: []int64{likes}, TimeoutMS: 20000}}).Converge
+	if conv.Converged != 10 {
+		t.Fatalf("converged %d of 10", conv.Converged)
+	}
+	rep := call(t, c, Request{Op: OpReport, Report: &ReportRange{Lo: []int64{0}, Hi: []int64{likes}}}).Report
+	if rep.Received[0] != 10*likes {
+		t.Fatalf("received %d; want %d (every update to every viewer)", rep.Received[0], 10*likes)
+	}
+}
