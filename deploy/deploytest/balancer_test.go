@@ -1,0 +1,414 @@
+package deploytest
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/update"
+)
+
+// TestComposeTopologyBehindHAProxy runs what `docker compose up` runs, as processes: real Redis,
+// two writer-svc and two fanout-svc replicas on their own loopback addresses, a DNS server that
+// answers the service names with those addresses as Compose's does, and haproxy with
+// compose/haproxy.cfg, changed only where Docker differs from here (listen ports, the DNS server,
+// the backends' port, maxconn). It then checks discovery, least-connections balancing,
+// unbuffered streaming, scale-up by DNS, and a node's drain moving its viewers to the others.
+func TestComposeTopologyBehindHAProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis, four services and haproxy")
+	}
+	haproxy := haproxyBinary(t)
+	writerBin, fanoutBin := buildProgram(t, "writer-svc"), buildProgram(t, "fanout-svc")
+	rdb := redistest.Start(t)
+	writerPort := freePortOn(t, "127.0.0.2", "127.0.0.3")
+	fanoutPort := freePortOn(t, "127.0.0.4", "127.0.0.5", "127.0.0.6")
+	logs := t.TempDir()
+	env := []string{"REDIS_URL=" + rdb.URL, "LOG_LEVEL=warn"}
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
+		startService(t, logs, writerBin, append(env, "LISTEN_ADDR="+ip+":"+writerPort)...)
+	}
+	fanoutEnv := append(env, "DRAIN_WINDOW=1s", "SHUTDOWN_TIMEOUT=2s")
+	nodeA := startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.4:"+fanoutPort)...)
+	startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.5:"+fanoutPort)...)
+
+	dns := startDNS(t)
+	dns.set("writer-svc", "127.0.0.2", "127.0.0.3")
+	dns.set("fanout-svc", "127.0.0.4", "127.0.0.5")
+	lb := startHAProxy(t, haproxy, dns.Addr, writerPort, fanoutPort)
+	lb.awaitUp(t, "writer-svc", 2)
+	lb.awaitUp(t, "fanout-svc", 2)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var viewersWG sync.WaitGroup
+	t.Cleanup(func() { cancel(); viewersWG.Wait() })
+	post := fmt.Sprintf("deploytest%d", time.Now().UnixNano())
+	var viewers []*viewer
+	open := func(n int) {
+		for range n {
+			v := &viewer{}
+			viewers = append(viewers, v)
+			viewersWG.Add(1)
+			go func() { defer viewersWG.Done(); v.run(ctx, lb.streams+"/sse/"+post) }()
+			v.awaitConnected(t)
+		}
+	}
+	node := func(ip string) string { return "http://" + ip + ":" + fanoutPort }
+
+	// Least connections: ten viewers opened one after another alternate between the two nodes.
+	open(10)
+	awaitViewers(t, map[string]int{node("127.0.0.4"): 5, node("127.0.0.5"): 5})
+
+	// A like through the likes port reaches every viewer through the streams port.
+	like(t, lb.likes, post, "alice")
+	awaitAllCounts(t, viewers, 1)
+
+	// Scale up: a third replica appears in DNS and gets the next viewers (it has the fewest).
+	startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.6:"+fanoutPort)...)
+	dns.set("fanout-svc", "127.0.0.4", "127.0.0.5", "127.0.0.6")
+	lb.awaitUp(t, "fanout-svc", 3)
+	open(5)
+	awaitViewers(t, map[string]int{node("127.0.0.4"): 5, node("127.0.0.5"): 5, node("127.0.0.6"): 5})
+
+	// Scale down: node A stops (as `docker compose up --scale` or a rolling update stops it); it
+	// drains, its viewers reconnect through haproxy and land on the remaining nodes.
+	dns.set("fanout-svc", "127.0.0.5", "127.0.0.6")
+	if err := nodeA.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	awaitViewersTotal(t, []string{node("127.0.0.5"), node("127.0.0.6")}, 15)
+	like(t, lb.likes, post, "bob")
+	awaitAllCounts(t, viewers, 2)
+}
+
+// balancer is a running haproxy: the base URLs of its three frontends.
+type balancer struct{ likes, streams, monitor string }
+
+// startHAProxy runs haproxy with compose/haproxy.cfg adapted to this machine.
+func startHAProxy(t *testing.T, bin, dnsAddr, writerPort, fanoutPort string) *balancer {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	likes, streams, monitor := freePort(t), freePort(t), freePort(t)
+	cfg := string(raw)
+	for _, r := range []struct{ from, to string }{
+		{"bind :8080", fmt.Sprintf("bind 127.0.0.1:%d", likes)},
+		{"bind :8090", fmt.Sprintf("bind 127.0.0.1:%d", streams)},
+		{"bind :8404", fmt.Sprintf("bind 127.0.0.1:%d", monitor)},
+		{"127.0.0.11:53", dnsAddr},
+		{"writer-svc:8080", "writer-svc:" + writerPort},
+		{"fanout-svc:8090", "fanout-svc:" + fanoutPort},
+		// The open-file limit here (20,000) is below what maxconn 100000 needs.
+		{"maxconn 100000", "maxconn 4000"},
+	} {
+		if !strings.Contains(cfg, r.from) {
+			t.Fatalf("compose/haproxy.cfg no longer contains %q; update this test", r.from)
+		}
+		cfg = strings.ReplaceAll(cfg, r.from, r.to)
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startService(t, filepath.Dir(path), bin, "-f", path, "-db")
+	lb := &balancer{
+		likes:   fmt.Sprintf("http://127.0.0.1:%d", likes),
+		streams: fmt.Sprintf("http://127.0.0.1:%d", streams),
+		monitor: fmt.Sprintf("http://127.0.0.1:%d", monitor),
+	}
+	poll(t, 10*time.Second, "haproxy /healthz", func() bool { return httpStatus(lb.monitor+"/healthz") == http.StatusOK })
+	return lb
+}
+
+// awaitUp waits until haproxy reports n servers UP in backend (by health check on /readyz).
+func (b *balancer) awaitUp(t *testing.T, backend string, n int) {
+	t.Helper()
+	poll(t, 30*time.Second, fmt.Sprintf("%d servers UP in %s", n, backend), func() bool {
+		return b.serversUp(backend) == n
+	})
+}
+
+// serversUp reads haproxy's CSV statistics.
+func (b *balancer) serversUp(backend string) int {
+	resp, err := http.Get(b.monitor + "/stats;csv")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	r := csv.NewReader(resp.Body)
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
+	if err != nil || len(rows) == 0 {
+		return -1
+	}
+	status := -1
+	for i, col := range rows[0] {
+		if col == "status" {
+			status = i
+		}
+	}
+	up := 0
+	for _, row := range rows[1:] {
+		if status >= 0 && len(row) > status && row[0] == backend && row[1] != "BACKEND" && row[status] == "UP" {
+			up++
+		}
+	}
+	return up
+}
+
+// startService runs bin with args (KEY=VALUE entries become its environment) and stops it with
+// SIGTERM when the test ends, SIGKILL after 10 s.
+func startService(t *testing.T, logDir, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	var env, argv []string
+	for _, a := range args {
+		if strings.Contains(a, "=") && !strings.HasPrefix(a, "-") {
+			env = append(env, a)
+		} else {
+			argv = append(argv, a)
+		}
+	}
+	log, err := os.CreateTemp(logDir, filepath.Base(bin)+"-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, argv...)
+	cmd.Env = append(env, "PATH="+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited); log.Close() }() // reaps the process
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			out, _ := os.ReadFile(log.Name())
+			t.Logf("%s %v log:\n%s", filepath.Base(bin), env, tail(out, 2000))
+		}
+	})
+	return cmd
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// viewer is one SSE client that reconnects like a browser's EventSource, sending Last-Event-ID.
+type viewer struct {
+	count     atomic.Int64 // newest count seen; -1 before the first event
+	connected atomic.Bool
+	lastID    string
+}
+
+// run keeps a stream open to url until ctx ends.
+func (v *viewer) run(ctx context.Context, url string) {
+	v.count.Store(-1)
+	for ctx.Err() == nil {
+		v.stream(ctx, url)
+		select { // EventSource waits before it reconnects
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (v *viewer) stream(ctx context.Context, url string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return
+	}
+	if v.lastID != "" {
+		req.Header.Set("Last-Event-ID", v.lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	v.connected.Store(true)
+	var dec sse.Decoder
+	br := bufio.NewReader(resp.Body)
+	buf := make([]byte, 4096)
+	for {
+		n, err := br.Read(buf)
+		_ = dec.Feed(buf[:n], func(e *sse.Event) {
+			if e.HasID {
+				v.lastID = string(e.ID)
+			}
+			if u, err := update.Parse(e.Data); err == nil && string(e.Event) == "count" {
+				v.count.Store(u.Count)
+			}
+		})
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (v *viewer) awaitConnected(t *testing.T) {
+	t.Helper()
+	poll(t, 10*time.Second, "a viewer's stream to open", func() bool { return v.connected.Load() && v.count.Load() >= 0 })
+}
+
+// awaitAllCounts waits until every viewer shows count.
+func awaitAllCounts(t *testing.T, viewers []*viewer, count int64) {
+	t.Helper()
+	poll(t, 10*time.Second, fmt.Sprintf("all %d viewers to show count %d", len(viewers), count), func() bool {
+		for _, v := range viewers {
+			if v.count.Load() != count {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// awaitViewers waits until each node's likes_fanout_viewers gauge shows the wanted number.
+func awaitViewers(t *testing.T, want map[string]int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]int{}
+		same := true
+		for node, n := range want {
+			got[node] = nodeViewers(node)
+			same = same && got[node] == n
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("viewers per node %v after 10s; want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// awaitViewersTotal waits until the nodes together hold total viewers.
+func awaitViewersTotal(t *testing.T, nodes []string, total int) {
+	t.Helper()
+	poll(t, 20*time.Second, fmt.Sprintf("%d viewers on %v", total, nodes), func() bool {
+		sum := 0
+		for _, n := range nodes {
+			sum += nodeViewers(n)
+		}
+		return sum == total
+	})
+}
+
+// nodeViewers reads a fanout node's viewer gauge from /metrics; -1 when unreachable.
+func nodeViewers(base string) int {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "likes_fanout_viewers "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return int(f)
+			}
+		}
+	}
+	return -1
+}
+
+// like posts a like through the balancer and checks it was stored.
+func like(t *testing.T, base, post, user string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/like/"+post, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-User-ID", user)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("like through haproxy: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"liked":true`) {
+		t.Fatalf("like through haproxy: %d %s; want 200 liked:true", resp.StatusCode, body)
+	}
+}
+
+func httpStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// poll checks cond every 50 ms until it holds or the timeout passes.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freePortOn returns a port free on every one of the loopback addresses.
+func freePortOn(t *testing.T, ips ...string) string {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", ips[0]+":0")
+		if err != nil {
+			t.Fatalf("listen on %s: %v", ips[0], err)
+		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+		free := true
+		for _, ip := range ips[1:] {
+			l, err := net.Listen("tcp", ip+":"+port)
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			return port
+		}
+	}
+	t.Fatalf("no port free on all of %v", ips)
+	return ""
+}
