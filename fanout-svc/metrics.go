@@ -36,5 +36,6 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 	counter("likes_fanout_pubsub_messages_total", "Pub/sub messages received.", func() float64 { return float64(rs.Messages.Load()) })
 	counter("likes_fanout_redis_errors_total", "Redis receive, subscribe and snapshot errors.", func() float64 { return float64(rs.RedisErrors.Load()) })
 	counter("likes_fanout_resyncs_total", "Posts re-read after a resubscription.", func() float64 { return float64(rs.Resyncs.Load()) })
-	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection.", func() float64 { return float64(rs.Reconnects.Load()) })
+	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection or a moved slot.", func() float64 { return float64(rs.Reconnects.Load()) })
+	counter("likes_fanout_slot_reroutes_total", "Redis Cluster slots whose subscriptions moved to another node.", func() float64 { return float64(rs.Reroutes.Load()) })
 }

@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if streams.Draining() {
 			return errors.New("draining")
 		}
-		return client.Ping(ctx).Err()
+		return redisconn.Ping(ctx, client)
 	})
 
 	ln, err := serve.Listen(cfg.Serve)

@@ -3,7 +3,9 @@
 package redisconn
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,4 +59,33 @@ func New(c Config) (redis.UniversalClient, error) {
 		opt.PoolSize = c.PoolSize
 	}
 	return redis.NewClient(opt), nil
+}
+
+// Ping checks that Redis answers. On a cluster it asks every master and succeeds if any
+// answers: one PING would reach a node at random (readiness would flip at random while a master
+// is down), and requiring all masters would take every replica of a service out of its balancer
+// at once, turning the loss of one shard into a total outage.
+func Ping(ctx context.Context, c redis.UniversalClient) error {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return c.Ping(ctx).Err()
+	}
+	var mu sync.Mutex
+	var answered bool
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		if err := m.Ping(ctx).Err(); err != nil {
+			return err
+		}
+		mu.Lock()
+		answered = true
+		mu.Unlock()
+		return nil
+	})
+	if answered {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("no cluster master answered")
+	}
+	return err
 }

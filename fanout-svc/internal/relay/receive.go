@@ -24,6 +24,10 @@ type receiver struct {
 // reports whether it was a reply to act on (a cluster redirection) rather than a broken
 // connection; a broken connection is retried with backoff. failed may be nil.
 func (rc *receiver) loop(ctx context.Context, stats *Stats, handle func(any), failed func(error) bool) {
+	// A read blocks for up to its timeout whatever ctx says; closing the PubSub ends it at once,
+	// so that a node shuts down without waiting out an idle read.
+	stop := context.AfterFunc(ctx, func() { _ = rc.ps.Close() })
+	defer stop()
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		msg, err := rc.ps.ReceiveTimeout(ctx, 5*time.Second)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
@@ -46,7 +47,7 @@ func (s *Store) Load(ctx context.Context) error {
 
 // Ping reports whether Redis answers.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.rdb.Ping(ctx).Err()
+	return redisconn.Ping(ctx, s.rdb)
 }
 
 // Like records that user likes post, once.
