@@ -7,20 +7,18 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/likes/likes/pkg/sse"
 )
 
 // TestRunScript runs scripts/run.sh (the target of `make run`) on free ports, uses the curl
@@ -137,11 +135,16 @@ func checkPrintedExamples(t *testing.T, banner string) {
 	if len(streams) != 2 {
 		t.Fatalf("banner has %d SSE examples for post 42; want one per fanout node:\n%s", len(streams), banner)
 	}
-	counts := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	var viewers []*viewer
 	for _, m := range streams {
-		watchCounts(t, ctx, m[1], counts)
+		v := &viewer{}
+		viewers = append(viewers, v)
+		wg.Add(1)
+		go func() { defer wg.Done(); v.run(ctx, m[1]) }() // ends with ctx
+		v.awaitConnected(t)
 	}
 	wantReplies := []string{`"count":1,"liked":true`, `"count":1,"liked":false`, `"post_id":"43","count":1,"liked":true`, `"count":0,"liked":false`, `{"post_id":"42","count":0}`}
 	examples := curlExample.FindAllStringSubmatch(banner, -1)
@@ -156,58 +159,7 @@ func checkPrintedExamples(t *testing.T, banner string) {
 			t.Errorf("%s -> %s (%v); want it to contain %s", m[1], out, err, wantReplies[i])
 		}
 		if i == 0 {
-			awaitCounts(t, counts, `"count":1`, len(streams))
-		}
-	}
-}
-
-// watchCounts streams url and sends the data of every count event to counts until ctx ends.
-func watchCounts(t *testing.T, ctx context.Context, url string, counts chan<- string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d", url, resp.StatusCode)
-	}
-	go func() { // ends when ctx is cancelled and the body read fails
-		defer resp.Body.Close()
-		var dec sse.Decoder
-		buf := make([]byte, 4096)
-		for {
-			n, err := resp.Body.Read(buf)
-			_ = dec.Feed(buf[:n], func(e *sse.Event) {
-				if string(e.Event) == "count" {
-					select {
-					case counts <- string(e.Data):
-					default: // the test stopped listening
-					}
-				}
-			})
-			if err != nil {
-				return
-			}
-		}
-	}()
-}
-
-// awaitCounts waits up to 10 s until n events containing want arrived.
-func awaitCounts(t *testing.T, counts <-chan string, want string, n int) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for seen := 0; seen < n; {
-		select {
-		case data := <-counts:
-			if strings.Contains(data, want) {
-				seen++
-			}
-		case <-timeout:
-			t.Fatalf("%d of %d streams saw %s within 10s", seen, n, want)
+			awaitAllCounts(t, viewers, 1)
 		}
 	}
 }
