@@ -23,11 +23,12 @@ var phaseColumns = []string{
 	"convergence_pct", "converged", "converge_total",
 	"latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
 	"generator_cpu_pct", "generator_cores_busy_pct", "generator_saturated", "nodes_cpu_pct",
+	"events_per_node_cpu_sec", "writer_cpu_pct", "likes_per_writer_cpu_sec",
 	"mem_per_conn_idle_bytes", "mem_per_conn_bytes", "nodes", "posts", "notes",
 }
 
 // nodeColumns are the per-node fields.
-var nodeColumns = []string{"url", "viewers", "cpu_pct", "rss_base_bytes", "rss_idle_bytes", "rss_bytes",
+var nodeColumns = []string{"url", "viewers", "cpu_pct", "rss_base_bytes", "rss_idle_bytes", "rss_start_bytes", "rss_bytes",
 	"mem_per_conn_idle_bytes", "mem_per_conn_bytes"}
 
 // runLoadgen runs a real loadgen process and returns its stdout, failing the test on error.
@@ -90,7 +91,8 @@ func TestLoadgenRampLightLoad(t *testing.T) {
 		if exp, _ := ph["events_expected"].(float64); exp < 20*wanted/3 {
 			t.Errorf("phase %d events_expected = %v; want at least a second of likes x viewers", i+1, exp)
 		}
-		for _, col := range []string{"latency_p99_ms", "like_p99_ms", "generator_cpu_pct", "mem_per_conn_bytes", "nodes_cpu_pct"} {
+		for _, col := range []string{"latency_p99_ms", "like_p99_ms", "generator_cpu_pct", "mem_per_conn_bytes", "nodes_cpu_pct",
+			"events_per_node_cpu_sec", "writer_cpu_pct", "likes_per_writer_cpu_sec"} {
 			if ph[col] == nil {
 				t.Errorf("phase %d %s is null; want a figure", i+1, col)
 			}

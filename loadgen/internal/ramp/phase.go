@@ -27,6 +27,7 @@ type sample struct {
 	max    []int64 // highest acknowledged count per post
 	status worker.Status
 	nodes  []nodemetrics.Sample
+	writer nodemetrics.Sample // zero when the writer has no usable /metrics
 	ownCPU time.Duration
 	cores  procstat.CoreTimes
 }
@@ -38,6 +39,7 @@ func (r *Ramp) sample(ctx context.Context) (sample, error) {
 	var err error
 	wg.Go(func() { s.status, err = r.pool.status() })
 	wg.Go(func() { s.nodes = r.scrapeNodes(ctx) })
+	wg.Go(func() { s.writer, _ = nodemetrics.Scrape(ctx, r.client, r.cfg.Writer) })
 	wg.Wait()
 	return s, err
 }
@@ -271,6 +273,17 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	ph.GenCPUPct = report.Float(genMicros / 1e6 / dt * 100)
 	ph.GenCoreBusyPct = report.Float(procstat.BusyPercent(f.s0.cores, f.s1.cores))
 	r.fillNodes(ph, f)
+	ph.EventsPerNodeCPUSec = report.Float(math.NaN())
+	if ph.NodesCPUPct.Known() && ph.NodesCPUPct > 0 {
+		ph.EventsPerNodeCPUSec = report.Float(ph.EventsPerSec / (float64(ph.NodesCPUPct) / 100))
+	}
+	ph.WriterCPUPct, ph.LikesPerWriterCPUSec = report.Float(math.NaN()), report.Float(math.NaN())
+	if !f.s0.writer.At.IsZero() && !f.s1.writer.At.IsZero() {
+		ph.WriterCPUPct = report.Float(nodemetrics.CPUPercent(f.s0.writer, f.s1.writer))
+		if ph.WriterCPUPct > 0 {
+			ph.LikesPerWriterCPUSec = report.Float(ph.LikesPerSec / (float64(ph.WriterCPUPct) / 100))
+		}
+	}
 	r.notes(ph, f, overflow)
 }
 
@@ -295,6 +308,7 @@ func (r *Ramp) fillNodes(ph *report.Phase, f figures) {
 		}
 		node.Viewers = report.Float(endViewers)
 		node.RSSBaseBytes, node.RSSIdleBytes, node.RSSBytes = report.Float(rss(base)), report.Float(rss(idle)), report.Float(rss(end))
+		node.RSSStartBytes = report.Float(rss(f.s0.nodes[n]))
 		node.MemPerConnIdleB = report.Float(memPerConn(rss(idle), rss(base), idleViewers))
 		node.MemPerConnB = report.Float(memPerConn(rss(end), rss(base), endViewers))
 		if node.MemPerConnIdleB.Known() {

@@ -39,20 +39,27 @@ type Phase struct {
 	EventsReceived int64   `json:"events_received"`
 	DeliveryPct    Float   `json:"delivery_pct"`
 
-	ConvergencePct  Float `json:"convergence_pct"`
-	Converged       int   `json:"converged"`
-	ConvergeTotal   int   `json:"converge_total"`
-	ConvergeMillis  int64 `json:"converge_ms"`
-	LatencyP50Ms    Float `json:"latency_p50_ms"`
-	LatencyP99Ms    Float `json:"latency_p99_ms"`
-	LatencyP999Ms   Float `json:"latency_p999_ms"`
-	LatencySamples  int64 `json:"latency_samples"`
-	GenCPUPct       Float `json:"generator_cpu_pct"` // all generator processes, % of one core
-	GenCoreBusyPct  Float `json:"generator_cores_busy_pct"`
-	GenSaturated    bool  `json:"generator_saturated"`
-	NodesCPUPct     Float `json:"nodes_cpu_pct"` // sum over nodes, % of one core
-	MemPerConnIdleB Float `json:"mem_per_conn_idle_bytes"`
-	MemPerConnB     Float `json:"mem_per_conn_bytes"`
+	ConvergencePct Float `json:"convergence_pct"`
+	Converged      int   `json:"converged"`
+	ConvergeTotal  int   `json:"converge_total"`
+	ConvergeMillis int64 `json:"converge_ms"`
+	LatencyP50Ms   Float `json:"latency_p50_ms"`
+	LatencyP99Ms   Float `json:"latency_p99_ms"`
+	LatencyP999Ms  Float `json:"latency_p999_ms"`
+	LatencySamples int64 `json:"latency_samples"`
+	GenCPUPct      Float `json:"generator_cpu_pct"` // all generator processes, % of one core
+	GenCoreBusyPct Float `json:"generator_cores_busy_pct"`
+	GenSaturated   bool  `json:"generator_saturated"`
+	NodesCPUPct    Float `json:"nodes_cpu_pct"` // sum over nodes, % of one core
+	// EventsPerNodeCPUSec is events delivered per second of fanout CPU (all nodes): the figure
+	// to compare with a bare write loop on the same core.
+	EventsPerNodeCPUSec Float `json:"events_per_node_cpu_sec"`
+	WriterCPUPct        Float `json:"writer_cpu_pct"` // from the writer's /metrics; null without it
+	// LikesPerWriterCPUSec is likes acknowledged per second of writer CPU: compare it with and
+	// without viewers to see whether fan-out costs the write path anything.
+	LikesPerWriterCPUSec Float `json:"likes_per_writer_cpu_sec"`
+	MemPerConnIdleB      Float `json:"mem_per_conn_idle_bytes"`
+	MemPerConnB          Float `json:"mem_per_conn_bytes"`
 
 	Nodes []Node   `json:"nodes"`
 	Posts []Post   `json:"posts"`
@@ -64,9 +71,10 @@ type Node struct {
 	URL             string `json:"url"`
 	Viewers         Float  `json:"viewers"` // the node's own gauge at the end of the window
 	CPUPct          Float  `json:"cpu_pct"`
-	RSSBaseBytes    Float  `json:"rss_base_bytes"` // at 0 viewers, before the ramp
-	RSSIdleBytes    Float  `json:"rss_idle_bytes"` // after connecting, before the likes
-	RSSBytes        Float  `json:"rss_bytes"`      // at the end of the window
+	RSSBaseBytes    Float  `json:"rss_base_bytes"`  // at 0 viewers, before the ramp
+	RSSIdleBytes    Float  `json:"rss_idle_bytes"`  // after connecting, before the likes
+	RSSStartBytes   Float  `json:"rss_start_bytes"` // when the window opened (growth = rss - this)
+	RSSBytes        Float  `json:"rss_bytes"`       // at the end of the window
 	MemPerConnIdleB Float  `json:"mem_per_conn_idle_bytes"`
 	MemPerConnB     Float  `json:"mem_per_conn_bytes"`
 }

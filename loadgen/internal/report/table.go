@@ -30,12 +30,13 @@ func Table(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(w, "\nper node (memory: "+r.MemMethod+"):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "conns\tnode\tviewers\tCPU%\tRSS MiB\tKiB/conn idle\tKiB/conn\t")
+	fmt.Fprintln(tw, "conns\tnode\tviewers\tCPU%\tRSS MiB\twindow RSS growth MiB\tKiB/conn idle\tKiB/conn\t")
 	for k := range r.Phases {
 		p := &r.Phases[k]
 		for _, n := range p.Nodes {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.ConnsWanted, n.URL, n.Viewers.format(0),
-				n.CPUPct.format(0), (n.RSSBytes / (1 << 20)).format(1), kib(n.MemPerConnIdleB), kib(n.MemPerConnB))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.ConnsWanted, n.URL, n.Viewers.format(0),
+				n.CPUPct.format(0), (n.RSSBytes / (1 << 20)).format(1), ((n.RSSBytes - n.RSSStartBytes) / (1 << 20)).format(1),
+				kib(n.MemPerConnIdleB), kib(n.MemPerConnB))
 		}
 	}
 	if err := tw.Flush(); err != nil {
