@@ -229,22 +229,31 @@ func (s *shard) owe(v *viewer, i int) {
 
 // write hands b (holding frames frames) to v's socket; what does not fit is copied to v.pending.
 func (s *shard) write(v *viewer, b []byte, frames int64) {
-	n, err := writeNonBlocking(v.fd, b)
-	s.counts.writes++
-	if err != nil {
-		s.counts.writeErrors++
-		s.doom(v)
+	n, ok := s.writeSome(v, b)
+	if !ok {
 		return
 	}
-	s.counts.bytes += int64(n)
 	s.counts.framesSent += frames
-	v.lastWrite = s.now
 	if n < len(b) {
 		v.pending = append(v.pending[:0], b[n:]...)
 		if v.blockedSince == 0 {
 			v.blockedSince = s.now
 		}
 	}
+}
+
+// writeSome writes what v's socket takes of b. A write error dooms v and reports false.
+func (s *shard) writeSome(v *viewer, b []byte) (int, bool) {
+	n, err := writeNonBlocking(v.fd, b)
+	s.counts.writes++
+	if err != nil {
+		s.counts.writeErrors++
+		s.doom(v)
+		return 0, false
+	}
+	s.counts.bytes += int64(n)
+	v.lastWrite = s.now
+	return n, true
 }
 
 // flushViewer runs when v's socket may take more: the rest of the last write first, then the
@@ -254,15 +263,10 @@ func (s *shard) flushViewer(v *viewer) {
 		return
 	}
 	if len(v.pending) > 0 {
-		n, err := writeNonBlocking(v.fd, v.pending)
-		s.counts.writes++
-		if err != nil {
-			s.counts.writeErrors++
-			s.doom(v)
+		n, ok := s.writeSome(v, v.pending)
+		if !ok {
 			return
 		}
-		s.counts.bytes += int64(n)
-		v.lastWrite = s.now
 		if n < len(v.pending) {
 			v.pending = v.pending[n:]
 			return
