@@ -92,6 +92,11 @@ func (r *Ramp) phase(ctx context.Context, i, wanted int) (report.Phase, error) {
 	if err != nil {
 		return ph, err
 	}
+	// Counts at or below the phase's base were used before it (a like that failed at the HTTP
+	// level may still have been stored); they are not this window's.
+	for p := range s0.max {
+		s0.max[p] = max(s0.max[p], base[p])
+	}
 	if err := r.watch(ctx, label+" window", t1); err != nil {
 		return ph, err
 	}

@@ -15,7 +15,7 @@ import (
 // outside the range on both sides of the ratio, so warmup and tail cannot fake a loss.
 func delivery(posts []string, lo, hi []int64, viewers []int, received []int64) (expected, got int64, pct float64, per []report.Post) {
 	for p := range posts {
-		likes := max(hi[p]-lo[p], 0)
+		likes := max(hi[p]-lo[p], 0) // hi < lo: no like acknowledged in the window
 		due := likes * int64(viewers[p])
 		expected += due
 		got += received[p]
