@@ -10,6 +10,7 @@
 # busy share of GEN_CPUS, and warns when they near saturation.
 #
 # Usage: scripts/ramp.sh [loadgen ramp flags...]      e.g. scripts/ramp.sh --conns 2000,20000 --rate 50
+#        scripts/ramp.sh --writers 500                  the closed loop of the original benchmark
 # Environment (defaults): FANOUT_NODES (4), FANOUT_CPUS (0), GEN_CPUS (1), RAMP_PORT_BASE (27000:
 # redis +379, writer +80, fanout +90..), BIN (bin), RAMP_DIR (.run/ramp: logs and reports), and any
 # LOADGEN_* variable (see `loadgen ramp --help`) or fanout-svc variable (FLUSH_WINDOW,
@@ -33,6 +34,11 @@ FANOUT_PORT=$((RAMP_PORT_BASE + 90))
 # cannot at the large ones, so the table shows where delivery degrades.
 export LOADGEN_CONNS=${LOADGEN_CONNS:-2000,10000,20000,64000}
 export LOADGEN_POSTS=${LOADGEN_POSTS:-10}
+# --writers on the command line asks for the closed loop, which a default --rate would override.
+closed_loop=0
+for a in "$@"; do case $a in --writers|--writers=*|-writers|-writers=*) closed_loop=1 ;; esac; done
+for a in "$@"; do case $a in --rate|--rate=*|-rate|-rate=*) closed_loop=0 ;; esac; done
+if [[ $closed_loop == 1 ]]; then export LOADGEN_RATE=${LOADGEN_RATE:-0}; fi
 export LOADGEN_RATE=${LOADGEN_RATE:-50}
 export LOADGEN_WARMUP=${LOADGEN_WARMUP:-3s}
 export LOADGEN_WINDOW=${LOADGEN_WINDOW:-15s}
