@@ -2,307 +2,220 @@ package e2e
 
 import (
 	"bufio"
-	"context"
+	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/likes/likes/pkg/sse"
-	"github.com/likes/likes/pkg/update"
 )
 
-// Crowd is thousands of lean SSE viewers of one post, for tests that need more viewers than the
-// http.Client-based Viewer affords (that one costs three goroutines and ~12 KiB of buffers each).
-// A crowd viewer is one goroutine on a raw TCP connection whose response is read through a small
-// buffer; it reconnects like a browser's EventSource: after the retry delay the server sent, with
-// Last-Event-ID. The crowd tallies each viewer's newest count, its connects, any update that went
-// backwards, and (while Measure is on) the delivery latency of every event from its ts.
+// Crowd is thousands of SSE viewers of one post held by a testdata/crowd process (see its doc:
+// a lean EventSource-like viewer per goroutine, built without -race, with its own open-file
+// budget). The test reads the crowd's state: connects, each viewer's newest count, delivery
+// latency.
 type Crowd struct {
-	post    string
-	addrs   []string
-	viewers []*crowdViewer
-	Latency *latencyHist
-	measure atomic.Bool
+	n    int
+	cmd  *exec.Cmd
+	logs *lockedBuffer
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	mu   sync.Mutex
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	done chan struct{}
 }
 
-// crowdViewer is one viewer. Atomics are read by the test; lastID and retry belong to its goroutine.
-type crowdViewer struct {
-	addr      string
-	count     atomic.Int64 // -1 until the first event
-	connects  atomic.Int64
-	failures  atomic.Int64 // dials, writes or non-200 answers that did not give a stream
-	backwards atomic.Int64
-	connected atomic.Bool
-	status    atomic.Int64 // last HTTP status
-	ts        int64
-	lastID    string
-	retry     time.Duration
+// crowdStatus is the crowd process's answer to "status".
+type crowdStatus struct {
+	Viewers   int              `json:"viewers"`
+	Connected int              `json:"connected"`
+	Connects  int64            `json:"connects"`
+	Failures  int64            `json:"failures"`
+	DialFails int64            `json:"dial_failures"`
+	Refusals  int64            `json:"refusals"`
+	Backwards int64            `json:"backwards"`
+	Counts    map[string]int64 `json:"counts"`
+	Samples   int64            `json:"samples"`
+	P50us     int64            `json:"p50_us"`
+	P99us     int64            `json:"p99_us"`
+	P999us    int64            `json:"p999_us"`
 }
 
-// crowdStartParallel bounds the dials in flight while a crowd first connects, so that starting a
-// crowd measures the node, not the listen backlog. Reconnects are not bounded: a storm is a storm.
-const crowdStartParallel = 128
-
-// StartCrowd connects n viewers of post, viewer i to addrs[i%len(addrs)], and waits until all hold
-// a stream (within timeout). They are disconnected when the test ends.
+// StartCrowd starts n viewers of post, viewer i connecting to addrs[i%len(addrs)], and waits until
+// every one holds a stream (within timeout). The crowd is stopped when the test ends.
 func StartCrowd(t testing.TB, addrs []string, post string, n int, timeout time.Duration) *Crowd {
 	t.Helper()
-	c := &Crowd{post: post, addrs: addrs, Latency: &latencyHist{}}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	t.Cleanup(c.Close)
-	gate := make(chan struct{}, crowdStartParallel)
-	for i := range n {
-		v := &crowdViewer{addr: addrs[i%len(addrs)], retry: time.Second}
-		v.count.Store(-1)
-		c.viewers = append(c.viewers, v)
-		c.wg.Add(1)
-		go func() { // exits when Close cancels the crowd's context
-			defer c.wg.Done()
-			c.run(v, gate)
-		}()
+	c := &Crowd{n: n, logs: &lockedBuffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(noRaceBin(t, "crowd"), "-addrs", strings.Join(addrs, ","), "-path", "/sse/"+post, "-n", strconv.Itoa(n))
+	c.cmd.Stderr = c.logs
+	var err error
+	if c.in, err = c.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
 	}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.out = bufio.NewScanner(stdout)
+	c.out.Buffer(make([]byte, 64<<10), 16<<20)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start crowd: %v", err)
+	}
+	go func() { // exits when the crowd process exits
+		_ = c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		if t.Failed() {
+			t.Logf("crowd stderr:\n%s", c.logs.Tail(2000))
+		}
+	})
 	c.WaitConnected(t, timeout)
 	return c
 }
 
-// Close disconnects every viewer for good and waits for their goroutines.
+// Close ends the crowd: its viewers disconnect and the process exits.
 func (c *Crowd) Close() {
-	c.cancel()
-	c.wg.Wait()
+	_ = c.in.Close()
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
 }
 
-// Measure turns latency recording on or off (and clears the histogram when turning it on).
-func (c *Crowd) Measure(on bool) {
+func (c *Crowd) command(t testing.TB, cmd string, reply any) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		t.Fatalf("crowd %s: %v", cmd, err)
+	}
+	if !c.out.Scan() {
+		t.Fatalf("crowd %s: no reply (%v): %s", cmd, c.out.Err(), c.logs.Tail(2000))
+	}
+	if err := json.Unmarshal(c.out.Bytes(), reply); err != nil {
+		t.Fatalf("crowd %s: %v", cmd, err)
+	}
+}
+
+// Status returns the crowd's current state.
+func (c *Crowd) Status(t testing.TB) crowdStatus {
+	t.Helper()
+	var s crowdStatus
+	c.command(t, "status", &s)
+	return s
+}
+
+// Measure turns latency recording on (clearing what was recorded) or off.
+func (c *Crowd) Measure(t testing.TB, on bool) {
+	t.Helper()
+	cmd := "measure off"
 	if on {
-		c.Latency.Reset()
+		cmd = "measure on"
 	}
-	c.measure.Store(on)
-}
-
-func (c *Crowd) run(v *crowdViewer, gate chan struct{}) {
-	for c.ctx.Err() == nil {
-		if gate != nil {
-			gate <- struct{}{}
-		}
-		c.session(v, gate)
-		gate = nil
-		v.connected.Store(false)
-		select {
-		case <-c.ctx.Done():
-		case <-time.After(v.retry):
-		}
-	}
-}
-
-// session holds one stream until it ends. gate, when set, is released once the head is read.
-func (c *Crowd) session(v *crowdViewer, gate chan struct{}) {
-	release := func() {
-		if gate != nil {
-			<-gate
-			gate = nil
-		}
-	}
-	defer release()
-	d := net.Dialer{Timeout: 5 * time.Second}
-	conn, err := d.DialContext(c.ctx, "tcp", v.addr)
-	if err != nil {
-		v.failures.Add(1)
-		return
-	}
-	stop := context.AfterFunc(c.ctx, func() { _ = conn.Close() })
-	defer func() {
-		stop()
-		_ = conn.Close()
-	}()
-	req := "GET /sse/" + c.post + " HTTP/1.1\r\nHost: " + v.addr + "\r\nAccept: text/event-stream\r\n"
-	if v.lastID != "" {
-		req += "Last-Event-ID: " + v.lastID + "\r\n"
-	}
-	if _, err := conn.Write([]byte(req + "\r\n")); err != nil {
-		v.failures.Add(1)
-		return
-	}
-	br := bufio.NewReaderSize(conn, 1024)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		v.failures.Add(1)
-		return
-	}
-	defer resp.Body.Close()
-	v.status.Store(int64(resp.StatusCode))
-	if resp.StatusCode != http.StatusOK {
-		v.failures.Add(1)
-		return
-	}
-	v.connects.Add(1)
-	v.connected.Store(true)
-	release()
-	var dec sse.Decoder
-	buf := make([]byte, 512)
-	emit := func(e *sse.Event) { c.handle(v, e) }
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && dec.Feed(buf[:n], emit) != nil {
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (c *Crowd) handle(v *crowdViewer, e *sse.Event) {
-	if e.Retry >= 0 {
-		v.retry = time.Duration(e.Retry) * time.Millisecond
-	}
-	if e.HasID {
-		v.lastID = string(e.ID)
-	}
-	if string(e.Event) != sse.EventCount {
-		return
-	}
-	count, ts, err := update.ParseCount(e.Data)
-	if err != nil {
-		return
-	}
-	if c.measure.Load() {
-		c.Latency.Add(time.Duration(time.Now().UnixMicro()-ts) * time.Microsecond)
-	}
-	if ts <= v.ts {
-		v.backwards.Add(1)
-		return
-	}
-	v.ts = ts
-	v.count.Store(count)
+	var ok map[string]any
+	c.command(t, cmd, &ok)
 }
 
 // WaitConnected waits until every viewer holds a stream.
-func (c *Crowd) WaitConnected(t testing.TB, timeout time.Duration) {
+func (c *Crowd) WaitConnected(t testing.TB, timeout time.Duration) time.Duration {
 	t.Helper()
-	c.waitAll(t, timeout, "viewers to connect", func(v *crowdViewer) bool { return v.connected.Load() })
+	return c.waitFor(t, timeout, "viewers to connect", func(s crowdStatus) bool { return s.Connected == c.n })
 }
 
 // WaitCount waits until every viewer shows want, and returns how long that took.
 func (c *Crowd) WaitCount(t testing.TB, timeout time.Duration, want int64) time.Duration {
 	t.Helper()
-	return c.waitAll(t, timeout, "viewers to show "+strconv.FormatInt(want, 10),
-		func(v *crowdViewer) bool { return v.count.Load() == want })
+	return c.waitFor(t, timeout, "viewers to show "+strconv.FormatInt(want, 10), func(s crowdStatus) bool {
+		return s.Counts[strconv.FormatInt(want, 10)] == int64(c.n)
+	})
 }
 
-// WaitAtLeast waits until every viewer shows want or more (for counts that keep moving).
+// WaitAtLeast waits until every viewer shows want or more (for a count that keeps moving).
 func (c *Crowd) WaitAtLeast(t testing.TB, timeout time.Duration, want int64) time.Duration {
 	t.Helper()
-	return c.waitAll(t, timeout, "viewers to show at least "+strconv.FormatInt(want, 10),
-		func(v *crowdViewer) bool { return v.count.Load() >= want })
+	return c.waitFor(t, timeout, "viewers to show at least "+strconv.FormatInt(want, 10), func(s crowdStatus) bool {
+		for k, n := range s.Counts {
+			if v, _ := strconv.ParseInt(k, 10, 64); v < want && n > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
-func (c *Crowd) waitAll(t testing.TB, timeout time.Duration, what string, ok func(*crowdViewer) bool) time.Duration {
+func (c *Crowd) waitFor(t testing.TB, timeout time.Duration, what string, ok func(crowdStatus) bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
-		missing, example := 0, -1
-		for i, v := range c.viewers {
-			if !ok(v) {
-				missing++
-				if example < 0 {
-					example = i
-				}
-			}
-		}
-		if missing == 0 {
+		s := c.Status(t)
+		if ok(s) {
 			return time.Since(start)
 		}
 		if time.Since(start) > timeout {
-			v := c.viewers[example]
-			t.Fatalf("timed out after %v waiting for %s: %d of %d not there (e.g. viewer %d: connected=%v count=%d status=%d failures=%d)",
-				timeout, what, missing, len(c.viewers), example, v.connected.Load(), v.count.Load(), v.status.Load(), v.failures.Load())
+			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, s)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// Connects returns the streams opened by all viewers so far.
-func (c *Crowd) Connects() int64 {
-	var n int64
-	for _, v := range c.viewers {
-		n += v.connects.Load()
+func (s crowdStatus) String() string {
+	counts := s.Counts
+	if len(counts) > 8 {
+		counts = map[string]int64{"(distinct counts)": int64(len(counts))}
 	}
-	return n
+	return fmt.Sprintf("%d/%d connected, %d connects, %d failures (%d dials, %d refusals), %d backwards, viewers by count %v",
+		s.Connected, s.Viewers, s.Connects, s.Failures, s.DialFails, s.Refusals, s.Backwards, counts)
 }
 
-// Backwards returns the updates, over all viewers, that were not newer than what the viewer had.
-func (c *Crowd) Backwards() int64 {
-	var n int64
-	for _, v := range c.viewers {
-		n += v.backwards.Load()
-	}
-	return n
-}
+// The programs built without -race, once per test run, next to the harness's race-built ones:
+// the crowd, and a fanout-svc for the tests that measure capacity and latency (the race detector
+// slows the fan-out path several times over, so figures from it say nothing about the product).
+var (
+	noRaceOnce sync.Once
+	noRaceErr  error
+)
 
-// Connected returns how many viewers hold a stream now.
-func (c *Crowd) Connected() int {
-	n := 0
-	for _, v := range c.viewers {
-		if v.connected.Load() {
-			n++
+func noRaceBin(t testing.TB, name string) string {
+	t.Helper()
+	dir := filepath.Join(binDir, "norace")
+	noRaceOnce.Do(func() {
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./fanout-svc", "./e2e/testdata/crowd")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			noRaceErr = fmt.Errorf("%v: %s", err, out)
 		}
+	})
+	if noRaceErr != nil {
+		t.Fatalf("build programs without -race: %v", noRaceErr)
 	}
-	return n
-}
-
-// latencyHist is a fixed histogram of delivery latencies in 50 µs buckets up to 10 s, safe for
-// concurrent use without locks.
-type latencyHist struct {
-	buckets [200_001]atomic.Int64
-	total   atomic.Int64
-}
-
-const latencyBucket = 50 * time.Microsecond
-
-func (h *latencyHist) Add(d time.Duration) {
-	i := max(int(d/latencyBucket), 0)
-	i = min(i, len(h.buckets)-1)
-	h.buckets[i].Add(1)
-	h.total.Add(1)
-}
-
-// Reset clears the histogram.
-func (h *latencyHist) Reset() {
-	for i := range h.buckets {
-		h.buckets[i].Store(0)
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
 	}
-	h.total.Store(0)
+	return p
 }
 
-// Count returns the samples recorded.
-func (h *latencyHist) Count() int64 { return h.total.Load() }
-
-// Quantile returns the upper edge of the bucket holding quantile q.
-func (h *latencyHist) Quantile(q float64) time.Duration {
-	total := h.total.Load()
-	if total == 0 {
-		return 0
-	}
-	rank := int64(q * float64(total))
-	var seen int64
-	for i := range h.buckets {
-		seen += h.buckets[i].Load()
-		if seen > rank {
-			return time.Duration(i+1) * latencyBucket
+// StartFanoutNoRace starts a fanout-svc built without the race detector, as StartFanout does.
+func StartFanoutNoRace(t testing.TB, redisURL string, env ...string) *Proc {
+	t.Helper()
+	addr := FreeAddr(t)
+	p := &Proc{Name: "fanout-svc", Addr: addr, URL: "http://" + addr, t: t, bin: noRaceBin(t, "fanout-svc"), logs: &lockedBuffer{}}
+	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "REDIS_URL="+redisURL), env...)
+	p.start()
+	t.Cleanup(func() {
+		p.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("fanout-svc logs (tail):\n%s", p.logs.Tail(4000))
 		}
-	}
-	return time.Duration(len(h.buckets)) * latencyBucket
-}
-
-func (h *latencyHist) String() string {
-	return fmt.Sprintf("n=%d p50=%v p99=%v p999=%v", h.Count(), h.Quantile(0.5), h.Quantile(0.99), h.Quantile(0.999))
+	})
+	return p
 }

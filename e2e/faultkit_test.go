@@ -198,10 +198,13 @@ type healthProbe struct {
 	probes   atomic.Int64
 }
 
-func startHealthProbe(baseURL string, every time.Duration) *healthProbe {
+// startHealthProbe polls baseURL/healthz every interval, over one kept-alive connection (the
+// node's request handling) or over a new connection each time (also the accept queue, as an
+// orchestrator's probe sees it).
+func startHealthProbe(baseURL string, every time.Duration, newConns bool) *healthProbe {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &healthProbe{stop: cancel, done: make(chan struct{})}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: newConns}}
 	go func() { // exits when Stop cancels ctx
 		defer close(h.done)
 		tick := time.NewTicker(every)

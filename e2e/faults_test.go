@@ -27,21 +27,21 @@ func TestKillFanoutBehindBalancer(t *testing.T) {
 	if onA < 500 || onB < 500 || onA+onB != 2000 {
 		t.Fatalf("viewers per node %v + %v; want 2000 spread over both (leastconn)", onA, onB)
 	}
-	connects := crowd.Connects()
+	connects := crowd.Status(t).Connects
 
 	a.Kill()
 	killed := time.Now()
 	likeMany(t, writer.URL, post, "after", 10, 4)
 	crowd.WaitCount(t, 5*time.Second-time.Since(killed), 30)
 	WaitFor(t, 5*time.Second-time.Since(killed), func() bool {
-		return b.Metric(t, "likes_fanout_viewers") == 2000 && crowd.Connected() == 2000
+		return b.Metric(t, "likes_fanout_viewers") == 2000 && crowd.Status(t).Connected == 2000
 	}, "all 2,000 viewers on the surviving node")
 	t.Logf("all 2,000 viewers back on the surviving node and at the new count %v after the crash", time.Since(killed))
 
-	if got, want := crowd.Connects()-connects, int64(onA); got < want {
+	if got, want := crowd.Status(t).Connects-connects, int64(onA); got < want {
 		t.Errorf("reconnects after the crash: got %d; want at least %d (the crashed node's viewers)", got, want)
 	}
-	if n := crowd.Backwards(); n != 0 {
+	if n := crowd.Status(t).Backwards; n != 0 {
 		t.Errorf("%d updates went backwards for a viewer; want 0", n)
 	}
 }
@@ -72,7 +72,7 @@ func startPubsubFaultStack(t *testing.T, post string, viewers int) *pubsubFaultS
 // viewer must show it within 2 s of the thaw, on the stream it already had.
 func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func()) {
 	t.Helper()
-	connects := s.crowd.Connects()
+	connects := s.crowd.Status(t).Connects
 	resubs := s.node.Metric(t, "likes_fanout_resubscribes_total")
 	resyncs := s.node.Metric(t, "likes_fanout_resyncs_total")
 	before := pubsubClients(t, s.rds)
@@ -99,7 +99,7 @@ func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func
 	thaw()
 	took := s.crowd.WaitCount(t, 2*time.Second, final)
 	t.Logf("viewers at %d within %v of the thaw (%d likes flowed, %d attempts refused)", final, took, flow.sent.Load(), flow.failed.Load())
-	if got := s.crowd.Connects(); got != connects {
+	if got := s.crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects: got %d; want %d (viewers must converge without reconnecting)", got, connects)
 	}
 	if got := s.node.Metric(t, "likes_fanout_resubscribes_total"); got <= resubs {
@@ -108,7 +108,7 @@ func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func
 	if got := s.node.Metric(t, "likes_fanout_resyncs_total"); got <= resyncs {
 		t.Errorf("resyncs: got %v; want more than %v", got, resyncs)
 	}
-	if n := s.crowd.Backwards(); n != 0 {
+	if n := s.crowd.Status(t).Backwards; n != 0 {
 		t.Errorf("%d updates went backwards for a viewer; want 0", n)
 	}
 }
@@ -118,7 +118,7 @@ func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func
 // that it cannot hear. The node resubscribes and re-reads; viewers converge without reconnecting.
 func TestPubsubKilledByRedis(t *testing.T) {
 	s := startPubsubFaultStack(t, "pskill", 200)
-	connects := s.crowd.Connects()
+	connects := s.crowd.Status(t).Connects
 	resubs := s.node.Metric(t, "likes_fanout_resubscribes_total")
 	flow := startLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
 	kill := func() {
@@ -139,7 +139,7 @@ func TestPubsubKilledByRedis(t *testing.T) {
 	WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > sent+20 }, "likes to flow")
 	count := countOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count) // live updates resumed after the cuts
-	if got := s.crowd.Connects(); got != connects {
+	if got := s.crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects after the cuts: got %d; want %d", got, connects)
 	}
 	s.cutWhileFrozen(t, flow, kill)
@@ -153,7 +153,7 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 	if _, err := s.rds.Do("CONFIG", "SET", "client-output-buffer-limit", "pubsub 64kb 32kb 1"); err != nil {
 		t.Fatal(err)
 	}
-	connects := s.crowd.Connects()
+	connects := s.crowd.Status(t).Connects
 	flow := startLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
 	WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > 20 }, "likes to flow")
 	// A burst far over the limit at once, as the backlog of a slow reader would be. It is not an
@@ -170,7 +170,7 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 	WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > sent+20 }, "likes to keep flowing")
 	count := countOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count)
-	if got := s.crowd.Connects(); got != connects {
+	if got := s.crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects after the overflow: got %d; want %d", got, connects)
 	}
 	s.cutWhileFrozen(t, flow, overflow)
@@ -213,7 +213,7 @@ func TestRedisRestartViewersStay(t *testing.T) {
 	likeMany(t, writer.URL, post, "before", 10, 5)
 	crowd := StartCrowd(t, []string{node.Addr}, post, 200, 30*time.Second)
 	crowd.WaitCount(t, 10*time.Second, 10)
-	connects := crowd.Connects()
+	connects := crowd.Status(t).Connects
 
 	rds.Kill()
 	WaitFor(t, 10*time.Second, func() bool {
@@ -227,10 +227,10 @@ func TestRedisRestartViewersStay(t *testing.T) {
 	}
 	took := crowd.WaitCount(t, 5*time.Second, 20)
 	t.Logf("viewers at 20 %v after the last like", took)
-	if got := crowd.Connects(); got != connects {
+	if got := crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects: got %d; want %d (viewers stay connected through a Redis restart)", got, connects)
 	}
-	if n := crowd.Backwards(); n != 0 {
+	if n := crowd.Status(t).Backwards; n != 0 {
 		t.Errorf("%d updates went backwards; want 0", n)
 	}
 }

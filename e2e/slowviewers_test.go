@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/redistest"
+)
+
+// TestNeverReadingViewersCostNothing puts 1,000 viewers that never read (raw connections with a
+// tiny receive buffer that send the request and stop) among 10,000 normal ones. The normal
+// viewers' p99 delivery latency (receipt minus the update's ts) must stay within 1.2x of the same
+// run without them, and the node's resident memory must stay bounded: a stalled viewer costs at
+// most one pending write, never a queue.
+func TestNeverReadingViewersCostNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("11,000 viewers; not in -short")
+	}
+	rds := redistest.Start(t)
+	writer := StartWriter(t, rds.URL)
+	node := StartFanoutNoRace(t, rds.URL)
+	// The longest post id makes the longest frames (about 190 bytes), so fewer updates fill the
+	// stalled viewers' sockets.
+	post := "stalled-" + strings.Repeat("x", 56)
+	likeMany(t, writer.URL, post, "seed", 1, 1)
+	crowd := StartCrowd(t, []string{node.Addr}, post, 10_000, 2*time.Minute)
+	crowd.WaitCount(t, 20*time.Second, 1)
+
+	measure := func(phase, users string) time.Duration {
+		crowd.Measure(t, true)
+		flow := startLikeFlow(t, writer.URL, post, users, 40*time.Millisecond)
+		WaitFor(t, 30*time.Second, func() bool { return flow.sent.Load() >= 150 }, phase+" likes")
+		flow.Stop()
+		if n := flow.failed.Load(); n > 0 {
+			t.Fatalf("%s: %d likes failed", phase, n)
+		}
+		crowd.WaitCount(t, 10*time.Second, countOf(t, writer.URL, post))
+		crowd.Measure(t, false)
+		s := crowd.Status(t)
+		p99 := time.Duration(s.P99us) * time.Microsecond
+		t.Logf("%s: %d events, p50 %dµs p99 %dµs p99.9 %dµs", phase, s.Samples, s.P50us, s.P99us, s.P999us)
+		if s.Samples < 10*10_000 {
+			t.Fatalf("%s: %d latency samples; want at least 10 per viewer", phase, s.Samples)
+		}
+		return p99
+	}
+
+	measure("warmup", "warmup")
+	before := measure("baseline", "baseline")
+	rssBefore := node.Metric(t, "process_resident_memory_bytes")
+
+	// The stalled viewers follow the measured post and 63 filler posts that nobody else follows:
+	// likes of the fillers fill the stalled viewers' sockets without costing the normal viewers.
+	fillers := make([]string, 63)
+	for i := range fillers {
+		fillers[i] = fmt.Sprintf("filler-%02d-%s", i, strings.Repeat("x", 54))
+	}
+	stalled := openNeverReading(t, node.Addr, "/sse?posts="+post+","+strings.Join(fillers, ","), 1000)
+	WaitFor(t, 20*time.Second, func() bool { return node.Metric(t, "likes_fanout_viewers") == 11_000 }, "11,000 viewers on the node")
+	conflated := node.Metric(t, "likes_fanout_events_conflated_total")
+	// Fill the stalled viewers' sockets first, so the measured run is the steady state in which
+	// their frames are conflated, not written: like until the node reports conflation.
+	fills := 0
+	for ; fills < 4000 && node.Metric(t, "likes_fanout_events_conflated_total") <= conflated; fills += 63 {
+		for _, f := range fillers {
+			likeMany(t, writer.URL, f, "fill"+strconv.Itoa(fills), 1, 1)
+		}
+	}
+	t.Logf("stalled viewers' sockets full after %d more likes", fills)
+	conflated = node.Metric(t, "likes_fanout_events_conflated_total")
+	crowd.WaitCount(t, 20*time.Second, countOf(t, writer.URL, post))
+	withStalled := measure("with 1,000 stalled", "stalled")
+	rssAfter := node.Metric(t, "process_resident_memory_bytes")
+	if got := node.Metric(t, "likes_fanout_events_conflated_total"); got <= conflated {
+		t.Errorf("conflated events: got %v; want more than %v (the stalled viewers' sockets never filled)", got, conflated)
+	}
+	if got := node.Metric(t, "likes_fanout_viewers"); got != 11_000 {
+		t.Errorf("viewers: got %v; want 11000 (stalled viewers are kept until STALL_TIMEOUT)", got)
+	}
+
+	// The baseline again without them, so that drift in the machine's load cancels out.
+	for _, c := range stalled {
+		_ = c.Close()
+	}
+	WaitFor(t, 20*time.Second, func() bool { return node.Metric(t, "likes_fanout_viewers") == 10_000 }, "the stalled viewers to go")
+	after := measure("baseline again", "again")
+	baseline := (before + after) / 2
+	if limit := baseline * 12 / 10; withStalled > limit {
+		t.Errorf("p99 with 1,000 stalled viewers %v; want at most 1.2 x %v (mean of the runs without them) = %v", withStalled, baseline, limit)
+	}
+	const perStalled = 64 << 10
+	t.Logf("node RSS %.1f MiB before the stalled viewers, %.1f MiB with them after %d updates they did not read",
+		rssBefore/(1<<20), rssAfter/(1<<20), fills+100)
+	if rssAfter-rssBefore > 1000*perStalled {
+		t.Errorf("node RSS grew by %.1f MiB; want at most %d KiB per stalled viewer", (rssAfter-rssBefore)/(1<<20), perStalled>>10)
+	}
+}
+
+// openNeverReading opens n streams that send their request and never read. Their small receive
+// buffer and the smallest segment size Linux allows keep the node's kernel send buffer for them
+// small (Linux grows it from the segment size and the congestion window: at loopback's 64 KiB
+// segments it takes megabytes per connection), so that the node's writes to them block after a
+// few hundred frames, as they would over a slow real network. Closed when the test ends.
+func openNeverReading(t testing.TB, addr, path string, n int) []net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024)
+			if serr == nil {
+				serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG, 88)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	conns := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	req := []byte("GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: text/event-stream\r\n\r\n")
+	for i := range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("stalled viewer %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write(req); err != nil {
+			t.Fatalf("stalled viewer %d: %v", i, err)
+		}
+	}
+	t.Logf("%s never-reading viewers open", strconv.Itoa(n))
+	return conns
+}
