@@ -61,7 +61,12 @@ func startSink(b *testing.B, n int) []net.Conn {
 		b.Fatal(err)
 	}
 	defer ln.Close()
+	// With LIKES_HUB_BENCH_SINK_CPU=1 the sink runs on that CPU (taskset), so that the engine can
+	// be measured alone on the CPU the benchmark itself was pinned to (taskset -c 0 ...).
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if cpu := os.Getenv(sinkEnv + "_CPU"); cpu != "" {
+		cmd = exec.Command("taskset", "-c", cpu, os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), sinkEnv+"="+ln.Addr().String(), sinkEnv+"_N="+strconv.Itoa(n))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

@@ -31,6 +31,11 @@ type Post struct {
 // ID returns the post id.
 func (p *Post) ID() string { return p.id }
 
+// Known reports whether the node holds a state of the post (from a snapshot or an update since
+// it subscribed). While subscribed, the node sees every change, so a new viewer of a known post
+// needs no Redis read: its first frame is the node's newest.
+func (p *Post) Known() bool { return p.latest.Load() != nil }
+
 // offer appends f as the post's newest frame unless a frame of the same or a later version is
 // there (a delayed or duplicated message).
 func (p *Post) offer(f *frame) bool {

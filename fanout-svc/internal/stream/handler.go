@@ -147,9 +147,11 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, posts []string,
 	_ = h.hub.Add(v)
 }
 
-// setup subscribes to every post (returning once Redis confirmed) and then reads their state, in
-// that order, so that no update can fall between the snapshot and the subscription. The snapshot
-// also goes to the hub, healing any update the node missed.
+// setup subscribes to every post (returning once Redis confirmed) and then reads the state of
+// the posts the node does not know yet, in that order, so that no update can fall between the
+// snapshot and the subscription. A post the node is already subscribed to needs no read: the
+// node has its newest state, so a crowd joining a hot post (or a reconnect storm) costs Redis
+// nothing per viewer. The snapshot also goes to the hub, healing any update the node missed.
 func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.SetupTimeout)
 	defer cancel()
@@ -157,17 +159,34 @@ func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error)
 	if err != nil {
 		return hub.Viewer{}, err
 	}
-	snap, err := h.snap.Snapshot(ctx, posts)
+	snap := make([]update.Update, len(posts))
+	var unknown []string
+	for i, p := range acquired {
+		snap[i] = update.Update{PostID: posts[i]}
+		if !p.Known() {
+			unknown = append(unknown, posts[i])
+		}
+	}
+	if len(unknown) == 0 {
+		return hub.Viewer{Posts: acquired, Snapshot: snap}, nil
+	}
+	read, err := h.snap.Snapshot(ctx, unknown)
+	if err == nil && len(read) != len(unknown) {
+		err = errors.New("snapshot size mismatch")
+	}
 	if err != nil {
 		h.hub.Release(acquired)
 		return hub.Viewer{}, err
 	}
-	if len(snap) != len(posts) {
-		h.hub.Release(acquired)
-		return hub.Viewer{}, errors.New("snapshot size mismatch")
-	}
-	for _, u := range snap {
+	byPost := make(map[string]update.Update, len(read))
+	for _, u := range read {
+		byPost[u.PostID] = u
 		h.hub.Publish(u)
+	}
+	for i := range snap {
+		if u, ok := byPost[snap[i].PostID]; ok {
+			snap[i] = u
+		}
 	}
 	return hub.Viewer{Posts: acquired, Snapshot: snap}, nil
 }
