@@ -164,20 +164,28 @@ func firstEvents(t *testing.T, url, lastID string, d time.Duration) []string {
 }
 
 // TestStalledViewerDoesNotDelayOthers opens a viewer that never reads, with a tiny receive
-// buffer, then likes a post many times: the normal viewers get every like promptly and the node
-// keeps serving.
+// buffer, then likes a post 300 times: 500 normal viewers each receive every one of the 300
+// updates, in order, and the node keeps serving.
 func TestStalledViewerDoesNotDelayOthers(t *testing.T) {
 	rs := redistest.Start(t)
 	writer := StartWriter(t, rs.URL)
 	node := StartFanout(t, rs.URL)
 	stalled := openStalled(t, node.Addr, "/sse/9")
 	defer stalled.Close()
-	normal := []*Viewer{Watch(t, node.URL+"/sse/9"), Watch(t, node.URL+"/sse/9")}
-	WaitCount(t, 10*time.Second, "9", 0, normal...)
+	normal := make([]*Viewer, 500)
+	for i := range normal {
+		normal[i] = Watch(t, node.URL+"/sse/9")
+	}
+	WaitCount(t, 20*time.Second, "9", 0, normal...)
 	for i := 0; i < 300; i++ {
 		doRequest(t, http.MethodPost, writer.URL+"/like/9", fmt.Sprintf("s%d", i))
 	}
-	WaitCount(t, 5*time.Second, "9", 300, normal...)
+	WaitCount(t, 10*time.Second, "9", 300, normal...)
+	for i, v := range normal {
+		if events, backwards, connects := v.Stats(); events != 301 || backwards != 0 || connects != 1 {
+			t.Fatalf("viewer %d: %d events (want 301: the snapshot and every like), %d backwards, %d connects", i, events, backwards, connects)
+		}
+	}
 	code, _ := doRequest(t, http.MethodGet, node.URL+"/healthz", "")
 	if code != 200 {
 		t.Errorf("healthz = %d with a stalled viewer", code)
