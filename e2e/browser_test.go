@@ -214,16 +214,7 @@ func startBrowser(t *testing.T) context.Context {
 // startFanoutAt starts fanout-svc on addr, chosen before the writer started.
 func startFanoutAt(t *testing.T, addr, redisURL string, env ...string) *Proc {
 	t.Helper()
-	p := &Proc{Name: "fanout-svc", Addr: addr, URL: "http://" + addr, t: t, bin: Bin(t, "fanout-svc"), logs: &lockedBuffer{}}
-	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "REDIS_URL="+redisURL), env...)
-	p.start()
-	t.Cleanup(func() {
-		p.Stop(5 * time.Second)
-		if t.Failed() {
-			t.Logf("fanout-svc logs (tail):\n%s", p.logs.Tail(4000))
-		}
-	})
-	return p
+	return StartProcAt(t, "fanout-svc", addr, append([]string{"REDIS_URL=" + redisURL}, env...)...)
 }
 
 // like sends a like (POST) or unlike (DELETE) to the writer as user and checks the stored count.

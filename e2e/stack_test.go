@@ -94,7 +94,13 @@ func StartFanout(t testing.TB, redisURL string, env ...string) *Proc {
 // The process is stopped (SIGTERM, then SIGKILL) when the test ends.
 func StartProc(t testing.TB, name string, env ...string) *Proc {
 	t.Helper()
-	addr := FreeAddr(t)
+	return StartProcAt(t, name, FreeAddr(t), env...)
+}
+
+// StartProcAt is StartProc on a given address, for a test that must know it before the process
+// starts (a page origin the writer has to allow).
+func StartProcAt(t testing.TB, name, addr string, env ...string) *Proc {
+	t.Helper()
 	p := &Proc{Name: name, Addr: addr, URL: "http://" + addr, t: t, bin: Bin(t, name), logs: &lockedBuffer{}}
 	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn"), env...)
 	p.start()
