@@ -47,6 +47,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.Float(&c.Hub.PostRate, "post-rate", "POST_RATE_LIMIT", 0, "max updates per second per post sent to viewers (newest wins); 0 = every update")
 	s.Duration(&c.Hub.Heartbeat, "heartbeat", "HEARTBEAT_INTERVAL", 15*time.Second, "idle viewers get a ': ping' comment this often")
 	s.Duration(&c.Hub.StallTimeout, "stall-timeout", "STALL_TIMEOUT", 60*time.Second, "drop a viewer whose socket has not drained for this long; 0 = never")
+	s.Int(&c.Hub.SendBuffer, "send-buffer", "SEND_BUFFER", 64<<10, "kernel send buffer per viewer socket in bytes (bounds what a never-reading client can pin); 0 = kernel autotuning")
 	s.Duration(&c.Hub.UnsubscribeGrace, "unsubscribe-grace", "UNSUBSCRIBE_GRACE", 5*time.Second, "keep a post's subscription this long after its last viewer left")
 	s.Duration(&c.DrainWindow, "drain-window", "DRAIN_WINDOW", 5*time.Second, "on SIGTERM, close viewers spread over this window")
 	s.String(&c.Page.WriterURL, "writer-public-url", "WRITER_PUBLIC_URL", "http://localhost:8080", "writer URL the web page sends likes to (as a browser reaches it)")

@@ -32,6 +32,10 @@ type Config struct {
 	Heartbeat        time.Duration // idle viewers get ": ping" this often
 	StallTimeout     time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
 	UnsubscribeGrace time.Duration // delay between the last viewer leaving and UNSUBSCRIBE
+	// SendBuffer caps each viewer socket's kernel send buffer (SO_SNDBUF); 0: the kernel's
+	// autotuning, which lets a never-reading client pin megabytes of kernel memory until the stall
+	// timeout. A count stream needs a few frames of buffer, not megabytes.
+	SendBuffer int
 }
 
 func (c *Config) defaults() {

@@ -420,6 +420,9 @@ func (s *shard) register(nv *Viewer) {
 		s.hub.stats.Viewers.Add(-1)
 		return
 	}
+	if s.cfg.SendBuffer > 0 {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, s.cfg.SendBuffer)
+	}
 	v := &viewer{fd: fd, conn: nv.Conn, multi: nv.Multi, slots: make([]slot, len(nv.Posts)), lastWrite: s.now, onClose: nv.OnClose}
 	buf := append(s.scratch[:0], nv.Preamble...)
 	var frames int64

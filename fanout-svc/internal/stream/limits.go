@@ -53,7 +53,10 @@ func (p *perSource) source(r *http.Request) netip.Addr {
 	if !p.isTrusted(peer) {
 		return peer
 	}
-	hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+	// Every X-Forwarded-For line counts, as one list (RFC 9110 5.3): haproxy adds its own line
+	// after a client's rather than appending to it, so reading only the first line would believe
+	// whatever the client wrote.
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {

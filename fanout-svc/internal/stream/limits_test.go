@@ -45,6 +45,14 @@ func TestPerSourceLimit(t *testing.T) {
 	if _, ok := mk("10.1.1.2:80", "6.6.6.6"); !ok {
 		t.Error("another client behind the same proxy refused")
 	}
+	// A client's forged line followed by the proxy's own line: the proxy's line decides.
+	r := httptest.NewRequest("GET", "/sse/1", nil)
+	r.RemoteAddr = "10.1.1.1:80"
+	r.Header.Add("X-Forwarded-For", "7.7.7.7")
+	r.Header.Add("X-Forwarded-For", "5.5.5.5")
+	if got := p.source(r).String(); got != "5.5.5.5" {
+		t.Errorf("two header lines: source %s; want 5.5.5.5 (the proxy's line)", got)
+	}
 }
 
 func TestParsePrefixesRejectsGarbage(t *testing.T) {
