@@ -32,5 +32,10 @@ run: build
 ramp: build
 	./scripts/ramp.sh
 
+# soak: 10 minutes of one node at half capacity with viewer churn; not part of CI (see
+# docs/RELIABILITY.md).
+soak: build
+	./scripts/soak.sh
+
 clean:
 	rm -rf $(BIN) .run

@@ -6,6 +6,7 @@
 # CPU layout (when taskset exists and the machine has at least 2 CPUs):
 #   FANOUT_CPUS (default CPU 0)  every fanout-svc node: the system under test gets a core of its own
 #   GEN_CPUS    (default CPU 1)  redis-server, writer-svc and loadgen (coordinator and its workers)
+#   WRITER_CPUS, REDIS_CPUS (default GEN_CPUS)  to give writer-svc or redis-server a CPU of their own
 # so the generator never takes CPU from the nodes it measures; loadgen reports its own CPU and the
 # busy share of GEN_CPUS, and warns when they near saturation.
 #
@@ -51,10 +52,12 @@ done
 command -v redis-server >/dev/null || { echo "ramp: redis-server not found: apt-get install -y redis-server" >&2; exit 1; }
 
 mkdir -p "$RAMP_DIR"
-pins_gen=() pins_fanout=()
+pins_gen=() pins_fanout=() pins_writer=() pins_redis=()
 if command -v taskset >/dev/null && [[ $(nproc) -ge 2 ]]; then
   pins_gen=(taskset -c "$GEN_CPUS")
   pins_fanout=(taskset -c "$FANOUT_CPUS")
+  pins_writer=(taskset -c "${WRITER_CPUS:-$GEN_CPUS}")
+  pins_redis=(taskset -c "${REDIS_CPUS:-$GEN_CPUS}")
   echo "ramp: fanout nodes on CPU $FANOUT_CPUS; redis, writer and loadgen on CPU $GEN_CPUS" >&2
 else
   echo "ramp: no taskset or a single CPU: processes are not pinned" >&2
@@ -93,7 +96,7 @@ wait_http() {
   return 1
 }
 
-"${pins_gen[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+"${pins_redis[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
   --protected-mode no --daemonize no >"$RAMP_DIR/redis.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -101,7 +104,7 @@ redis-cli -p "$REDIS_PORT" ping >/dev/null || { echo "ramp: redis did not start"
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
 
 LISTEN_ADDR=127.0.0.1:$WRITER_PORT REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} \
-  "${pins_gen[@]}" "$BIN/writer-svc" >"$RAMP_DIR/writer-svc.log" 2>&1 &
+  "${pins_writer[@]}" "$BIN/writer-svc" >"$RAMP_DIR/writer-svc.log" 2>&1 &
 pids+=($!)
 fanout_urls=()
 for i in $(seq 0 $((FANOUT_NODES - 1))); do
