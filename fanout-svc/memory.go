@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -57,4 +60,28 @@ func cgroupMemoryLimit() int64 {
 		}
 	}
 	return 0
+}
+
+// releaseIdleMemory gives heap that the node no longer uses back to the OS, checking every
+// interval until ctx is done. A node's live heap is small and steady (viewer structs), but a
+// burst of connects (a ramp, a reconnect storm) leaves megabytes of freed request buffers that the
+// runtime's background scavenger returns only slowly; resident memory per viewer is what limits a
+// node, so the node returns them once the free part is both large and a real share of the heap.
+// The cost is one forced collection, only after such a burst.
+func releaseIdleMemory(ctx context.Context, interval time.Duration) {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(samples)
+		free, live := samples[0].Value.Uint64(), samples[1].Value.Uint64()
+		if free > 8<<20 && free > live/4 {
+			debug.FreeOSMemory()
+		}
+	}
 }

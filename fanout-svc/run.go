@@ -70,7 +70,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
+	go func() { // exits when stopRelay is called
+		defer wg.Done()
+		releaseIdleMemory(relayCtx, 10*time.Second)
+	}()
 	go func() { // exits when stopRelay is called, after the hub is closed
 		defer wg.Done()
 		_ = rel.Run(relayCtx, h)
