@@ -209,7 +209,7 @@ func openStalled(t *testing.T, addr, path string) net.Conn {
 // TestBadStreamRequests get 4xx JSON and the node stays healthy.
 func TestBadStreamRequests(t *testing.T) {
 	rs := redistest.Start(t)
-	node := StartFanout(t, rs.URL, "MAX_POSTS_PER_STREAM=3")
+	node := StartFanout(t, rs.URL, "MAX_POSTS_PER_STREAM=3", "PAGE_POSTS=1,2")
 	tests := []struct {
 		method, path string
 		want         int
