@@ -255,3 +255,25 @@ func TestDrainClosesEveryViewer(t *testing.T) {
 		waitFor(t, "eof", func() bool { _, _, _, eof := r.snapshot(); return eof })
 	}
 }
+
+// TestDisconnectMidFrame drops a viewer whose socket holds half a frame and owes more: the shard
+// removes it, releases its post and keeps serving the others.
+func TestDisconnectMidFrame(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1})
+	stalled := stalledViewer(t, h, "mid")
+	_, fast := addViewer(t, h, false, "mid")
+	r := startReader(t, fast)
+	i := int64(0)
+	waitFor(t, "the stalled viewer to hold a partial write", func() bool {
+		i++
+		h.Publish(upd("mid", i))
+		return h.Stats().Conflated.Load() > 0
+	})
+	stalled.Close()
+	i++
+	h.Publish(upd("mid", i))
+	waitFor(t, "the stalled viewer removed", func() bool { return h.Stats().Viewers.Load() == 1 })
+	i++
+	h.Publish(upd("mid", i))
+	waitFor(t, "the other viewer at the newest count", func() bool { u, _ := r.last("mid"); return u.Count == i })
+}
