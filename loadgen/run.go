@@ -12,14 +12,18 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
+	"github.com/likes/likes/loadgen/internal/churn"
 	"github.com/likes/likes/loadgen/internal/ramp"
 	"github.com/likes/likes/loadgen/internal/report"
 	"github.com/likes/likes/loadgen/internal/worker"
+	"github.com/likes/likes/pkg/envflag"
 )
 
 const usage = `usage: loadgen ramp [flags]     ramp viewers and likes against a running deployment
        loadgen ramp --help        list the ramp's flags
+       loadgen churn [flags]      open short-lived streams at a steady rate (soak); --help lists flags
        loadgen worker             (internal) hold viewers for a ramp, driven over stdin/stdout
 `
 
@@ -32,6 +36,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch args[1] {
 	case "ramp":
 		return runRamp(ctx, args, getenv, stdout, stderr)
+	case "churn":
+		return runChurn(ctx, args, getenv, stdout, stderr)
 	case "worker":
 		return runWorker(ctx, stdin, stdout, getenv("LOADGEN_WORKER_CPUPROFILE"))
 	case "help", "-h", "-help", "--help":
@@ -111,4 +117,29 @@ func runWorker(ctx context.Context, stdin io.Reader, stdout io.Writer, profileDi
 		defer pprof.StopCPUProfile()
 	}
 	return worker.Serve(ctx, stdin, stdout)
+}
+
+// runChurn opens and drops streams at a steady rate and prints what happened to them as JSON.
+func runChurn(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var cfg churn.Config
+	s := envflag.New("loadgen churn", getenv, stderr)
+	s.List(&cfg.Fanout, "fanout", "LOADGEN_FANOUT", "http://127.0.0.1:8090", "fanout-svc base URLs, comma-separated")
+	s.Float(&cfg.Rate, "rate", "LOADGEN_CHURN_RATE", 100, "streams opened per second")
+	s.Duration(&cfg.Hold, "hold", "LOADGEN_CHURN_HOLD", time.Second, "how long each stream stays open")
+	s.Duration(&cfg.Duration, "duration", "LOADGEN_CHURN_DURATION", time.Minute, "how long to churn")
+	s.Int(&cfg.Posts, "posts", "LOADGEN_CHURN_POSTS", 10, "posts the streams follow (churn-0 .. churn-N-1)")
+	s.String(&cfg.Prefix, "post-prefix", "LOADGEN_CHURN_PREFIX", "churn-", "post id prefix")
+	if err := s.Parse(args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	res, err := churn.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(res)
 }

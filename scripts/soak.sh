@@ -43,24 +43,15 @@ sample() {
   done
 }
 
-# Opens SOAK_CHURN streams per second, each dropped after about a second, for the whole soak.
-churn() {
-  local end=$((SECONDS + $1)) i=0
-  while ((SECONDS < end)); do
-    for _ in $(seq "$SOAK_CHURN"); do
-      curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$FANOUT_PORT/sse/churn-$((i % 10))" &
-      i=$((i + 1))
-    done
-    sleep 1
-    wait -n 2>/dev/null || true
-  done
-  wait
-}
-
 secs=$(awk -v d="$SOAK_DURATION" 'BEGIN{n=d+0; u=substr(d,length(d)); print (u=="m") ? n*60 : (u=="h") ? n*3600 : n}')
 sample &
 pids+=($!)
-(sleep 15 && churn "$secs") &
+# Churn: SOAK_CHURN short-lived streams per second (loadgen churn), beside the ramp's steady viewers,
+# on the generator's CPU.
+gen_pin=()
+command -v taskset >/dev/null && [[ $(nproc) -ge 2 ]] && gen_pin=(taskset -c "${GEN_CPUS:-1}")
+(sleep 15 && "${gen_pin[@]}" "$BIN/loadgen" churn --fanout "http://127.0.0.1:$FANOUT_PORT" --rate "$SOAK_CHURN" \
+  --hold 1s --duration "$((secs - 10))s" >"$SOAK_DIR/churn.json") &
 pids+=($!)
 
 FANOUT_NODES=1 RAMP_PORT_BASE=$SOAK_PORT_BASE RAMP_DIR=$SOAK_DIR BIN=$BIN \
@@ -70,6 +61,7 @@ FANOUT_NODES=1 RAMP_PORT_BASE=$SOAK_PORT_BASE RAMP_DIR=$SOAK_DIR BIN=$BIN \
 # Least-squares slope of RSS (MiB per minute) and goroutines (per minute) over the samples.
 echo
 echo "soak: node samples (seconds, RSS bytes, goroutines, viewers) in $SOAK_DIR/metrics.tsv"
+echo "soak: churn streams (opened / refused / failed): $(cat "$SOAK_DIR/churn.json" 2>/dev/null)"
 awk -F'\t' 'NF==4 {n++; sx+=$1; sy+=$2; sg+=$3; sxx+=$1*$1; sxy+=$1*$2; sxg+=$1*$3; if (n==1) first=$2; last=$2}
   END {
     if (n < 3) {print "soak: too few samples"; exit}
