@@ -196,8 +196,7 @@ func TestStalledViewerDoesNotDelayOthers(t *testing.T) {
 // reads the response.
 func openStalled(t *testing.T, addr, path string) net.Conn {
 	t.Helper()
-	d := net.Dialer{Control: nil}
-	c, err := d.Dial("tcp", addr)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

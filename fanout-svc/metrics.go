@@ -21,7 +21,7 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
 	}
 	gauge("likes_fanout_viewers", "Connected viewers.", func() float64 { return float64(hs.Viewers.Load()) })
-	gauge("likes_fanout_subscriptions", "Posts this node is subscribed to.", func() float64 { return float64(len(h.ActivePosts())) })
+	gauge("likes_fanout_subscriptions", "Posts this node is subscribed to.", func() float64 { return float64(h.Subscriptions()) })
 	counter("likes_fanout_updates_total", "Updates accepted from Redis.", func() float64 { return float64(hs.Updates.Load()) })
 	counter("likes_fanout_updates_stale_total", "Updates dropped as older than the node's newest.", func() float64 { return float64(hs.Stale.Load()) })
 	counter("likes_fanout_events_sent_total", "Event frames handed to viewer sockets.", func() float64 { return float64(hs.FramesSent.Load()) })

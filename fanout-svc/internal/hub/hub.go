@@ -27,7 +27,7 @@ type Subscriber interface {
 type Config struct {
 	Shards           int           // 0: GOMAXPROCS
 	FlushWindow      time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
-	MaxBatchFrames   int           // frames of one post kept per flush window before conflating; 0: 32
+	MaxBatchFrames   int           // frames of one post per batch before conflating to the newest; 0: 32
 	PostRate         float64       // max updates per second per post to viewers; 0: no cap
 	Heartbeat        time.Duration // idle viewers get ": ping" this often
 	StallTimeout     time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
@@ -41,9 +41,6 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.Shards <= 0 {
 		c.Shards = runtime.GOMAXPROCS(0)
-	}
-	if c.Shards > 64 {
-		c.Shards = 64
 	}
 	if c.MaxBatchFrames <= 0 {
 		c.MaxBatchFrames = 32
@@ -189,6 +186,8 @@ func (h *Hub) Publish(u update.Update) {
 	if p == nil {
 		return
 	}
+	// offer checks again under the post's lock; this check only spares encoding a frame for a
+	// message that is already stale.
 	if old := p.latest.Load(); old != nil && old.u.TS >= u.TS {
 		h.stats.Stale.Add(1)
 		return
@@ -203,15 +202,11 @@ func (h *Hub) Publish(u update.Update) {
 	}
 }
 
-// ActivePosts lists the posts the node is subscribed to, for resynchronising after a reconnect.
-func (h *Hub) ActivePosts() []string {
+// Subscriptions returns how many posts the node is subscribed to.
+func (h *Hub) Subscriptions() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	ids := make([]string, 0, len(h.posts))
-	for id := range h.posts {
-		ids = append(ids, id)
-	}
-	return ids
+	return len(h.posts)
 }
 
 // Viewer describes a new viewer for Add.

@@ -121,8 +121,8 @@ func TestDisconnectReleasesSubscription(t *testing.T) {
 	if s, _ := sub.counts("gone"); s != 1 {
 		t.Errorf("subscribed %d times; want 1", s)
 	}
-	if len(h.ActivePosts()) != 0 {
-		t.Errorf("active posts %v; want none", h.ActivePosts())
+	if n := h.Subscriptions(); n != 0 {
+		t.Errorf("%d subscriptions; want none", n)
 	}
 }
 

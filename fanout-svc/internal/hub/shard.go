@@ -190,7 +190,8 @@ func (s *shard) collect(p *Post) {
 	if sp.current != nil {
 		seen = sp.current.seq
 	}
-	if p.latest.Load() == nil || p.latest.Load().seq <= seen {
+	newest := p.latest.Load()
+	if newest == nil || newest.seq <= seen {
 		return
 	}
 	if s.cfg.PostRate > 0 {
@@ -203,9 +204,8 @@ func (s *shard) collect(p *Post) {
 		}
 		sp.nextAllowed = s.now + int64(float64(time.Second)/s.cfg.PostRate)
 		// A capped post shows its newest value at the display rate, never its history.
-		f := p.latest.Load()
-		s.counts.conflated += int64(f.seq-seen-1) * int64(len(sp.members))
-		s.addToBatch(sp, f)
+		s.counts.conflated += int64(newest.seq-seen-1) * int64(len(sp.members))
+		s.addToBatch(sp, newest)
 		return
 	}
 	frames, skipped := p.since(seen, s.frameBuf[:0])
