@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -135,7 +136,7 @@ func BenchmarkBareWriteLoop(b *testing.B) {
 			conns := startSink(b, n)
 			fds := make([]int, len(conns))
 			for i, c := range conns {
-				fd, err := socketFD(c)
+				fd, err := epoll.SocketFD(c)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -146,7 +147,7 @@ func BenchmarkBareWriteLoop(b *testing.B) {
 			cpu0 := processCPU()
 			for b.Loop() {
 				for _, fd := range fds {
-					if _, err := writeNonBlocking(fd, frame); err != nil {
+					if _, err := epoll.Write(fd, frame); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -77,7 +77,7 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 		s, err := newShard(i, h)
 		if err != nil {
 			for _, prev := range h.shards {
-				prev.poller.close()
+				prev.poller.Close()
 			}
 			return nil, fmt.Errorf("shard %d: %w", i, err)
 		}

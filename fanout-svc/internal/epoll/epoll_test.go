@@ -1,0 +1,101 @@
+package epoll
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// pair returns both ends of a loopback TCP connection and the server end's descriptor.
+func pair(t *testing.T) (server, client net.Conn, fd int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	if fd, err = SocketFD(server); err != nil {
+		t.Fatal(err)
+	}
+	return server, client, fd
+}
+
+func TestWakeEndsWait(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Wake()
+	events := p.Wait(5000)
+	if len(events) != 1 || !p.IsWake(&events[0]) {
+		t.Fatalf("got %+v; want one wake event", events)
+	}
+	p.DrainWake()
+	if events := p.Wait(0); len(events) != 0 {
+		t.Errorf("after DrainWake got %+v; want nothing", events)
+	}
+}
+
+func TestFullSocketIsNotAnError(t *testing.T) {
+	_, _, fd := pair(t)
+	if err := SetSendBuffer(fd, 4096); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8<<20) // more than any loopback buffer holds while the peer does not read
+	n, err := Write(fd, b)
+	if err != nil {
+		t.Fatalf("write to a full socket: %v; want no error", err)
+	}
+	if n <= 0 || n >= len(b) {
+		t.Errorf("wrote %d of %d bytes; want a partial write", n, len(b))
+	}
+}
+
+func TestPeerCloseIsReported(t *testing.T) {
+	_, client, fd := pair(t)
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Add(fd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("ignored")); err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, ev := range p.Wait(100) {
+			if int(ev.Fd) != fd {
+				continue
+			}
+			buf := make([]byte, 16)
+			if ev.Events&(Failed|In) != 0 && ReadDiscard(fd, buf) {
+				return
+			}
+		}
+	}
+	t.Fatal("peer close never reported")
+}
+
+func TestSocketFDRejectsNonSockets(t *testing.T) {
+	if _, err := SocketFD(struct{}{}); err == nil {
+		t.Error("got a descriptor from a value that is no connection")
+	}
+}

@@ -1,0 +1,183 @@
+package hub
+
+import (
+	"math/bits"
+	"time"
+)
+
+// batch is the frames a shard collected since its last flush: the posts with frames owed to their
+// viewers, and the multi-post viewers whose posts' batches are concatenated into one write.
+type batch struct {
+	posts   []*shardPost
+	viewers []*viewer
+	frames  []*frame // scratch for Post.since
+	flushAt int64    // with a flush window: when the open batch is written; 0: no batch open
+}
+
+// collect appends p's frames that this shard has not processed yet to the post's current batch
+// (or holds them for the rate cap). Batches are written by flushBatches: at once, or when the
+// flush window closes.
+func (s *shard) collect(p *Post) {
+	sp := s.posts[p]
+	if sp == nil {
+		return
+	}
+	var seen uint64
+	if sp.current != nil {
+		seen = sp.current.seq
+	}
+	newest := p.latest.Load()
+	if newest == nil || newest.seq <= seen {
+		return
+	}
+	if s.cfg.PostRate > 0 {
+		if s.now < sp.nextAllowed {
+			if !sp.held {
+				sp.held = true
+				s.held = append(s.held, sp)
+			}
+			return
+		}
+		sp.nextAllowed = s.now + int64(float64(time.Second)/s.cfg.PostRate)
+		// A capped post shows its newest value at the display rate, never its history.
+		s.counts.conflated += int64(newest.seq-seen-1) * int64(len(sp.members))
+		s.addToBatch(sp, newest)
+		return
+	}
+	frames, skipped := p.since(seen, s.batch.frames[:0])
+	s.counts.conflated += int64(skipped) * int64(len(sp.members))
+	for i, f := range frames {
+		s.addToBatch(sp, f)
+		frames[i] = nil
+	}
+	s.batch.frames = frames[:0]
+}
+
+// releaseHeld collects the rate-capped posts whose next slot has come.
+func (s *shard) releaseHeld() {
+	keep := s.held[:0]
+	for _, sp := range s.held {
+		if sp.gone {
+			continue
+		}
+		if s.now < sp.nextAllowed {
+			keep = append(keep, sp)
+			continue
+		}
+		sp.held = false
+		s.collect(sp.post)
+	}
+	clear(s.held[len(keep):])
+	s.held = keep
+}
+
+// addToBatch appends f to the post's batch: the frames its viewers are owed at the next flush,
+// concatenated once in both id forms and shared by every viewer. Past MaxBatchFrames the batch
+// keeps only the newest frame: a viewer then gets the newest count, not the history.
+func (s *shard) addToBatch(sp *shardPost, f *frame) {
+	sp.current = f
+	if !sp.inBatch {
+		sp.inBatch = true
+		sp.batchSingle, sp.batchMulti, sp.batchFrames = sp.batchSingle[:0], sp.batchMulti[:0], 0
+		sp.batchFirstTS = f.u.TS
+		s.batch.posts = append(s.batch.posts, sp)
+		if s.cfg.FlushWindow > 0 && s.batch.flushAt == 0 {
+			s.batch.flushAt = s.now + int64(s.cfg.FlushWindow)
+		}
+	}
+	if sp.batchFrames >= s.cfg.MaxBatchFrames {
+		s.counts.conflated += int64(sp.batchFrames * len(sp.members))
+		sp.batchSingle, sp.batchMulti, sp.batchFrames = sp.batchSingle[:0], sp.batchMulti[:0], 0
+		sp.batchFirstTS = f.u.TS
+	}
+	if len(sp.members) > sp.nMulti {
+		sp.batchSingle = append(sp.batchSingle, f.single...)
+	}
+	if sp.nMulti > 0 {
+		sp.batchMulti = append(sp.batchMulti, f.multi...)
+	}
+	sp.batchFrames++
+}
+
+// flushBatches writes each viewer's owed frames: one write per single-post viewer (the post's
+// shared batch bytes), one write per multi-post viewer (its posts' batches concatenated).
+func (s *shard) flushBatches() {
+	for _, sp := range s.batch.posts {
+		if sp.gone {
+			continue
+		}
+		for _, m := range sp.members {
+			v := m.v
+			if v.doomed {
+				continue
+			}
+			if v.multi {
+				v.batchDirty |= 1 << uint(m.slot)
+				if !v.inBatchList {
+					v.inBatchList = true
+					s.batch.viewers = append(s.batch.viewers, v)
+				}
+				continue
+			}
+			if v.blocked() {
+				s.owe(v, 0)
+				continue
+			}
+			if b, n := batchBytes(v, 0); len(b) > 0 {
+				s.write(v, b, n)
+			}
+		}
+	}
+	for _, v := range s.batch.viewers {
+		v.inBatchList = false
+		if v.doomed {
+			v.batchDirty = 0
+			continue
+		}
+		if v.blocked() {
+			s.counts.conflated += int64(bits.OnesCount64(v.batchDirty & v.dirty))
+			v.dirty |= v.batchDirty
+			v.batchDirty = 0
+			continue
+		}
+		buf := s.scratch[:0]
+		var frames int64
+		for d := v.batchDirty; d != 0; d &= d - 1 {
+			b, n := batchBytes(v, bits.TrailingZeros64(d))
+			buf = append(buf, b...)
+			frames += n
+		}
+		v.batchDirty = 0
+		s.scratch = buf[:0]
+		if len(buf) > 0 {
+			s.write(v, buf, frames)
+		}
+	}
+	for i, sp := range s.batch.posts {
+		sp.inBatch = false
+		s.batch.posts[i] = nil
+	}
+	clear(s.batch.viewers)
+	s.batch.posts, s.batch.viewers, s.batch.flushAt = s.batch.posts[:0], s.batch.viewers[:0], 0
+}
+
+// batchBytes returns what slot i of v is owed from its post's batch: every frame of the batch
+// (shared bytes), or only the newest if v already had part of it (it joined mid-batch). It
+// records the newest as sent.
+func batchBytes(v *viewer, i int) ([]byte, int64) {
+	sl := &v.slots[i]
+	sp := sl.sp
+	cur := sp.current
+	if cur == nil || cur.u.TS <= sl.sent {
+		return nil, 0
+	}
+	prev := sl.sent
+	sl.sent = cur.u.TS
+	if prev >= sp.batchFirstTS || sp.batchFrames == 0 {
+		return cur.bytesFor(v.multi), 1
+	}
+	if v.multi {
+		return sp.batchMulti, int64(sp.batchFrames)
+	}
+	return sp.batchSingle, int64(sp.batchFrames)
+}

@@ -1,0 +1,98 @@
+package hub
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// inbox is how other goroutines reach a shard: Publish marks posts dirty, Add hands over viewers,
+// Drain and Close set flags. It is a set, not a queue: a post marked dirty twice before the shard
+// looks is processed once, with its newest frame. woken spares one eventfd write per Publish
+// while the shard has not yet taken the inbox.
+type inbox struct {
+	mu        sync.Mutex
+	dirty     map[*Post]struct{}
+	adds      []*Viewer
+	stopping  bool
+	drainReq  time.Duration
+	woken     atomic.Bool
+	spareDirt map[*Post]struct{}
+	spareAdds []*Viewer
+}
+
+func newInbox() inbox {
+	return inbox{dirty: make(map[*Post]struct{}), spareDirt: make(map[*Post]struct{})}
+}
+
+// markDirty tells the shard that p has a newer frame. Called by Publish from any goroutine.
+func (s *shard) markDirty(p *Post) {
+	s.inbox.mu.Lock()
+	s.inbox.dirty[p] = struct{}{}
+	s.inbox.mu.Unlock()
+	s.wake()
+}
+
+func (s *shard) add(v *Viewer) {
+	s.inbox.mu.Lock()
+	s.inbox.adds = append(s.inbox.adds, v)
+	s.inbox.mu.Unlock()
+	s.wake()
+}
+
+func (s *shard) startDrain(window time.Duration) {
+	s.inbox.mu.Lock()
+	s.inbox.drainReq = max(window, time.Millisecond)
+	s.inbox.mu.Unlock()
+	s.wake()
+}
+
+func (s *shard) stop() {
+	s.inbox.mu.Lock()
+	s.inbox.stopping = true
+	s.inbox.mu.Unlock()
+	s.wake()
+}
+
+func (s *shard) wake() {
+	if s.inbox.woken.CompareAndSwap(false, true) {
+		s.poller.Wake()
+	}
+}
+
+// processInbox applies what other goroutines asked for. It reports false when the shard must stop.
+func (s *shard) processInbox() bool {
+	in := &s.inbox
+	s.poller.DrainWake()
+	in.woken.Store(false) // before taking the inbox: a later Publish wakes us again
+	in.mu.Lock()
+	dirty, adds, stopping, window := in.dirty, in.adds, in.stopping, in.drainReq
+	in.dirty, in.adds, in.drainReq = in.spareDirt, in.spareAdds[:0], 0
+	in.mu.Unlock()
+	if stopping {
+		return false
+	}
+	for p := range dirty {
+		s.collect(p)
+	}
+	clear(dirty)
+	in.spareDirt = dirty
+	for i, v := range adds {
+		s.register(v)
+		adds[i] = nil
+	}
+	in.spareAdds = adds
+	if window > 0 && !s.drain.active {
+		s.drain = drain{active: true, start: s.now, end: s.now + int64(window), total: len(s.viewers)}
+	}
+	return true
+}
+
+// takeAdds empties the inbox's pending viewers; the shard calls it when it stops.
+func (s *shard) takeAdds() []*Viewer {
+	s.inbox.mu.Lock()
+	defer s.inbox.mu.Unlock()
+	adds := s.inbox.adds
+	s.inbox.adds = nil
+	return adds
+}

@@ -1,0 +1,63 @@
+package hub
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/fanout-svc/internal/epoll"
+)
+
+// register adopts a new viewer: links it to its posts, writes the preamble and the current state
+// of each post (the newer of the snapshot and the hub's frame), and starts watching its socket.
+func (s *shard) register(nv *Viewer) {
+	fd, err := epoll.SocketFD(nv.Conn)
+	if err != nil {
+		s.hub.log.Warn("adopt connection", zap.Error(err))
+		_ = nv.Conn.Close()
+		s.hub.Release(nv.Posts)
+		s.hub.stats.Viewers.Add(-1)
+		return
+	}
+	if s.cfg.SendBuffer > 0 {
+		_ = epoll.SetSendBuffer(fd, s.cfg.SendBuffer)
+	}
+	v := &viewer{fd: fd, conn: nv.Conn, multi: nv.Multi, slots: make([]slot, len(nv.Posts)), lastWrite: s.now, onClose: nv.OnClose}
+	buf := append(s.scratch[:0], nv.Preamble...)
+	var frames int64
+	for i, p := range nv.Posts {
+		sp := s.posts[p]
+		if sp == nil {
+			sp = &shardPost{post: p, current: p.latest.Load()}
+			s.posts[p] = sp
+		}
+		v.slots[i] = slot{sp: sp, idx: len(sp.members)}
+		sp.members = append(sp.members, member{v: v, slot: i})
+		if v.multi {
+			sp.nMulti++
+		}
+		state := nv.Snapshot[i]
+		lf := p.latest.Load()
+		if lf != nil && lf.u.TS >= state.TS {
+			state = lf.u
+		} else {
+			lf = nil
+		}
+		v.slots[i].sent = state.TS
+		if nv.Resume != nil && !nv.Resume(i, state) {
+			continue
+		}
+		if lf != nil {
+			buf = append(buf, lf.bytesFor(v.multi)...)
+		} else {
+			buf = appendSnapshotFrame(buf, state, v.multi)
+		}
+		frames++
+	}
+	s.scratch = buf[:0]
+	s.viewers[fd] = v
+	if err := s.poller.Add(fd); err != nil {
+		s.hub.log.Warn("epoll add", zap.Error(err))
+		s.doom(v)
+		return
+	}
+	s.write(v, buf, frames)
+}

@@ -1,0 +1,67 @@
+package hub
+
+// doom marks v for removal by the next reap.
+func (s *shard) doom(v *viewer) {
+	if !v.doomed {
+		v.doomed = true
+		s.doomed = append(s.doomed, v)
+	}
+}
+
+// reap removes doomed viewers. It runs between phases, never while a post's viewer list is being
+// walked, because removal reorders that list.
+func (s *shard) reap() {
+	for i, v := range s.doomed {
+		s.removeViewer(v)
+		s.doomed[i] = nil
+	}
+	s.doomed = s.doomed[:0]
+}
+
+func (s *shard) removeViewer(v *viewer) {
+	if s.viewers[v.fd] == v {
+		delete(s.viewers, v.fd)
+		s.poller.Remove(v.fd)
+	}
+	_ = v.conn.Close()
+	posts := make([]*Post, len(v.slots))
+	for i, sl := range v.slots {
+		sp := sl.sp
+		posts[i] = sp.post
+		last := len(sp.members) - 1
+		moved := sp.members[last]
+		sp.members[sl.idx] = moved
+		moved.v.slots[moved.slot].idx = sl.idx
+		sp.members[last] = member{}
+		sp.members = sp.members[:last]
+		if v.multi {
+			sp.nMulti--
+		}
+		if len(sp.members) == 0 {
+			sp.gone = true
+			delete(s.posts, sp.post)
+		}
+	}
+	v.pending = nil
+	s.counts.disconnects++
+	s.hub.stats.Viewers.Add(-1)
+	s.hub.Release(posts)
+	if v.onClose != nil {
+		v.onClose()
+	}
+}
+
+// shutdown closes every viewer and the poller when the shard stops.
+func (s *shard) shutdown() {
+	for _, v := range s.viewers {
+		s.doom(v)
+	}
+	s.reap()
+	for _, nv := range s.takeAdds() {
+		_ = nv.Conn.Close()
+		s.hub.Release(nv.Posts)
+		s.hub.stats.Viewers.Add(-1)
+	}
+	s.counts.flushTo(&s.hub.stats)
+	s.poller.Close()
+}

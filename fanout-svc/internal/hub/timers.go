@@ -1,0 +1,98 @@
+package hub
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/pkg/sse"
+)
+
+// drain is a shard's share of Hub.Drain: its viewers are closed evenly between start and end.
+type drain struct {
+	active     bool
+	start, end int64
+	total      int // viewers when the drain started
+}
+
+// runTimers handles the flush window, rate-capped posts, heartbeats, stalls and draining.
+func (s *shard) runTimers() {
+	if len(s.held) > 0 {
+		s.releaseHeld()
+	}
+	if len(s.batch.posts) > 0 && (s.cfg.FlushWindow == 0 || s.now >= s.batch.flushAt) {
+		s.flushBatches()
+	}
+	if s.drain.active {
+		s.drainStep()
+	}
+	if s.now >= s.nextTick {
+		s.nextTick = s.now + s.tick
+		s.sweep()
+	}
+}
+
+// sweep pings viewers that heard nothing for a heartbeat interval and drops viewers whose socket
+// has been full for longer than the stall timeout. One pass over the shard, no timer per viewer.
+func (s *shard) sweep() {
+	hb := int64(s.cfg.Heartbeat)
+	stall := int64(s.cfg.StallTimeout)
+	for _, v := range s.viewers {
+		switch {
+		case v.doomed:
+		case v.blocked():
+			if stall > 0 && s.now-v.blockedSince > stall {
+				s.counts.stalled++
+				s.doom(v)
+			}
+		case s.now-v.lastWrite >= hb:
+			s.counts.heartbeats++
+			s.write(v, sse.Ping, 0)
+		}
+	}
+}
+
+// drainStep closes the share of viewers due by now, each after a short jittered retry hint so
+// that browsers reconnect (elsewhere) soon but not all at once.
+func (s *shard) drainStep() {
+	d := &s.drain
+	span := max(d.end-d.start, 1)
+	due := d.total
+	if s.now < d.end {
+		due = int(int64(d.total) * (s.now - d.start) / span)
+	}
+	closed := d.total - len(s.viewers)
+	for _, v := range s.viewers {
+		if closed >= due {
+			break
+		}
+		if v.doomed {
+			continue
+		}
+		if !v.blocked() {
+			var b [32]byte
+			_, _ = epoll.Write(v.fd, sse.AppendRetry(b[:0], 250+rand.Int64N(1000)))
+		}
+		s.doom(v)
+		closed++
+	}
+}
+
+// timeoutMs is how long the loop may sleep in epoll_wait before a timer is due.
+func (s *shard) timeoutMs() int {
+	next := s.nextTick
+	if s.batch.flushAt != 0 {
+		next = min(next, s.batch.flushAt)
+	}
+	for _, sp := range s.held {
+		next = min(next, sp.nextAllowed)
+	}
+	if s.drain.active {
+		next = min(next, s.now+int64(10*time.Millisecond))
+	}
+	d := next - s.clock()
+	if d <= 0 {
+		return 0
+	}
+	return int((d + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+}

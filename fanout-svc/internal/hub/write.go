@@ -1,0 +1,88 @@
+package hub
+
+import (
+	"math/bits"
+
+	"github.com/likes/likes/fanout-svc/internal/epoll"
+)
+
+// owe marks slot i's newest frame as owed to v once its socket drains. A frame already owed is
+// replaced, never queued: that replacement is a conflation.
+func (s *shard) owe(v *viewer, i int) {
+	bit := uint64(1) << uint(i)
+	if v.dirty&bit != 0 {
+		s.counts.conflated++
+	}
+	v.dirty |= bit
+}
+
+// write hands b (holding frames frames) to v's socket; what does not fit is copied to v.pending.
+func (s *shard) write(v *viewer, b []byte, frames int64) {
+	n, ok := s.writeSome(v, b)
+	if !ok {
+		return
+	}
+	s.counts.framesSent += frames
+	if n < len(b) {
+		v.pending = append(v.pending[:0], b[n:]...)
+		if v.blockedSince == 0 {
+			v.blockedSince = s.now
+		}
+	}
+}
+
+// writeSome writes what v's socket takes of b. A write error dooms v and reports false.
+func (s *shard) writeSome(v *viewer, b []byte) (int, bool) {
+	n, err := epoll.Write(v.fd, b)
+	s.counts.writes++
+	if err != nil {
+		s.counts.writeErrors++
+		s.doom(v)
+		return 0, false
+	}
+	s.counts.bytes += int64(n)
+	v.lastWrite = s.now
+	return n, true
+}
+
+// flushViewer runs when v's socket may take more: the rest of the last write first, then the
+// newest frame of every post owed to v, in one write.
+func (s *shard) flushViewer(v *viewer) {
+	if v.doomed {
+		return
+	}
+	if len(v.pending) > 0 {
+		n, ok := s.writeSome(v, v.pending)
+		if !ok {
+			return
+		}
+		if n < len(v.pending) {
+			v.pending = v.pending[n:]
+			return
+		}
+		v.pending = nil // an idle viewer keeps no buffer
+		v.blockedSince = 0
+	}
+	if v.dirty == 0 {
+		return
+	}
+	buf := s.scratch[:0]
+	var frames int64
+	for d := v.dirty; d != 0; d &= d - 1 {
+		i := bits.TrailingZeros64(d)
+		sl := &v.slots[i]
+		if f := sl.sp.current; f != nil && f.u.TS > sl.sent {
+			buf = append(buf, f.bytesFor(v.multi)...)
+			sl.sent = f.u.TS
+			frames++
+		}
+	}
+	v.dirty = 0
+	s.scratch = buf[:0]
+	if len(buf) > 0 {
+		s.write(v, buf, frames)
+	}
+	if !v.blocked() {
+		v.blockedSince = 0
+	}
+}
