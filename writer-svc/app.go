@@ -59,6 +59,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	})
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins,
+		reads: like.NewReader(rdb, keys, cfg.MaxReadPosts),
 	})
 	return a, nil
 }

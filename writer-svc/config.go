@@ -19,6 +19,7 @@ type Config struct {
 	Redis          redisconn.Config
 	LogLevel       string
 	RequestTimeout time.Duration
+	MaxReadPosts   int
 	CORSOrigins    []string
 	LikeRate       ratelimit.Rate
 	Auth           AuthConfig
@@ -39,13 +40,18 @@ func (a AuthConfig) Enabled() bool { return a.JWTSecret != "" || a.JWKSURL != ""
 // minSecretLen is the HS256 key size RFC 7518 §3.2 requires (the hash output, 256 bits).
 const minSecretLen = 32
 
+// maxReadPostsLimit bounds MAX_POSTS_PER_READ: 1,000 ids of up to 64 characters fill a 64 KiB
+// query, far beyond the default header limit, so a larger cap could never be used.
+const maxReadPostsLimit = 1000
+
 const usageHeader = `Usage: writer-svc [flags]
 
 writer-svc records likes in Redis and publishes each change to the post's channel.
 Every flag can also be set by the environment variable named after it; a flag wins.
 
 API: POST and DELETE /like/{postID} (user in X-User-ID, or a bearer JWT when auth is on),
-GET /count/{postID}, /healthz, /readyz, /metrics.
+GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
+GET /counts?posts=a,b,c, /healthz, /readyz, /metrics.
 
 Without AUTH_JWT_SECRET or AUTH_JWKS_URL the X-User-ID header is trusted: run the writer only
 behind a gateway that authenticates users and sets that header, never exposed directly.
@@ -69,6 +75,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	c.Redis.Register(set)
 	set.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	set.Duration(&c.RequestTimeout, "request-timeout", "REQUEST_TIMEOUT", 2*time.Second, "time allowed for one request's Redis work; past it the client gets 503 with Retry-After")
+	set.Int(&c.MaxReadPosts, "max-read-posts", "MAX_POSTS_PER_READ", 100, "posts one GET /likes or /counts may name")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration such as "1/3s" (empty: off)`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
@@ -94,6 +101,8 @@ func (c Config) validate() error {
 	switch {
 	case c.RequestTimeout <= 0:
 		return errors.New("request timeout must be positive")
+	case c.MaxReadPosts < 1 || c.MaxReadPosts > maxReadPostsLimit:
+		return fmt.Errorf("max read posts %d must be 1-%d", c.MaxReadPosts, maxReadPostsLimit)
 	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:
 		return fmt.Errorf("write timeout %s must exceed the request timeout %s", c.Serve.WriteTimeout, c.RequestTimeout)
 	case c.Auth.JWTSecret != "" && len(c.Auth.JWTSecret) < minSecretLen:

@@ -20,6 +20,7 @@ type routerDeps struct {
 	registry    *prometheus.Registry
 	ready       func(context.Context) error
 	likes       *like.Handler
+	reads       *like.Reader
 	corsOrigins []string
 }
 
@@ -46,5 +47,6 @@ func newRouter(d routerDeps) http.Handler {
 	serve.Health(r, d.ready)
 	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))
 	d.likes.Routes(r)
+	d.likes.ReadRoutes(r, d.reads)
 	return r
 }

@@ -2,10 +2,8 @@ package stream
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/likes/likes/pkg/ids"
 )
@@ -19,28 +17,12 @@ var (
 	errQueryLarge = errors.New("query string too long")
 )
 
-// parsePosts splits and validates a comma-separated post list, dropping repeats, allowing at most
-// max posts.
+// parsePosts reads a stream's post list by the rules the writer's reads share (pkg/ids).
 func parsePosts(list string, max int) ([]string, error) {
 	if list == "" {
 		return nil, errNoPosts
 	}
-	parts := strings.Split(list, ",")
-	if len(parts) > max {
-		return nil, fmt.Errorf("too many posts: at most %d per stream", max)
-	}
-	posts := make([]string, 0, len(parts))
-	seen := make(map[string]bool, len(parts))
-	for _, p := range parts {
-		if err := ids.ValidPostID(p); err != nil {
-			return nil, err
-		}
-		if !seen[p] {
-			seen[p] = true
-			posts = append(posts, p)
-		}
-	}
-	return posts, nil
+	return ids.ParsePostList(list, max)
 }
 
 // lastEventID reads the id a reconnecting client resumes from: the Last-Event-ID header that

@@ -33,6 +33,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var limited *limitedError
 	switch {
 	case errors.Is(err, ids.ErrPostID), errors.Is(err, ids.ErrUserID),
+		errors.Is(err, ids.ErrNoPosts), errors.Is(err, ids.ErrTooManyPosts),
 		errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrManyUsers):
 		serve.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, auth.ErrUnauthenticated):
