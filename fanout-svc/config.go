@@ -28,6 +28,7 @@ type config struct {
 	Page        web.Config
 	LogLevel    string
 	DrainWindow time.Duration
+	RedisGrace  time.Duration
 	trusted     []string
 }
 
@@ -50,6 +51,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.Int(&c.Hub.SendBuffer, "send-buffer", "SEND_BUFFER", 64<<10, "kernel send buffer per viewer socket in bytes (bounds what a never-reading client can pin); 0 = kernel autotuning")
 	s.Duration(&c.Hub.UnsubscribeGrace, "unsubscribe-grace", "UNSUBSCRIBE_GRACE", 5*time.Second, "keep a post's subscription this long after its last viewer left")
 	s.Duration(&c.DrainWindow, "drain-window", "DRAIN_WINDOW", 5*time.Second, "on SIGTERM, close viewers spread over this window")
+	s.Duration(&c.RedisGrace, "redis-grace", "REDIS_GRACE", 20*time.Second, "after Redis has been unreachable this long, move viewers to other nodes (closed over the drain window); 0 = never")
 	s.String(&c.Page.WriterURL, "writer-public-url", "WRITER_PUBLIC_URL", "http://localhost:8080", "writer URL the web page sends likes to (as a browser reaches it)")
 	var pagePosts []string
 	s.List(&pagePosts, "page-posts", "PAGE_POSTS", "1,2,3,4", "posts shown on the web page")
@@ -72,8 +74,8 @@ func (c *config) validate() error {
 	if c.Stream.MaxConns < 1 {
 		return errors.New("max-conns must be positive")
 	}
-	if c.Stream.Retry < 0 || c.Hub.FlushWindow < 0 || c.Hub.PostRate < 0 {
-		return errors.New("retry, flush-window and post-rate must not be negative")
+	if c.Stream.Retry < 0 || c.Hub.FlushWindow < 0 || c.Hub.PostRate < 0 || c.RedisGrace < 0 {
+		return errors.New("retry, flush-window, post-rate and redis-grace must not be negative")
 	}
 	if err := c.Page.Validate(); err != nil {
 		return fmt.Errorf("page: %w", err)

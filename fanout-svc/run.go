@@ -68,9 +68,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	streams := stream.New(cfg.Stream, h, rel, log.Named("stream"))
 
+	guard := &redisGuard{
+		ping: func(ctx context.Context) error { return redisconn.Ping(ctx, client) }, shed: h.Shed, keep: h.StopShedding,
+		grace: cfg.RedisGrace, window: cfg.DrainWindow, timeout: cfg.Redis.Timeout, log: log.Named("redis-guard"),
+	}
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() { // exits when stopRelay is called; a shed after the hub closed does nothing
+		defer wg.Done()
+		guard.run(relayCtx)
+	}()
 	go func() { // exits when stopRelay is called
 		defer wg.Done()
 		releaseIdleMemory(relayCtx, 10*time.Second)
@@ -87,7 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	reg := prometheus.NewRegistry()
 	registerMetrics(reg, h, rel, streams)
-	router := newRouter(cfg, log, reg, streams, func(ctx context.Context) error {
+	guard.register(reg)
+	router := newRouter(cfg, log, reg, streams, guard, func(ctx context.Context) error {
 		if streams.Draining() {
 			return errors.New("draining")
 		}
@@ -116,14 +125,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return err
 }
 
-func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, streams *stream.Handler, ready func(context.Context) error) http.Handler {
+func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, streams *stream.Handler, guard *redisGuard, ready func(context.Context) error) http.Handler {
 	r := chi.NewRouter()
 	r.NotFound(serve.NotFound)
 	r.MethodNotAllowed(serve.MethodNotAllowed)
 	r.Use(serve.NewRequestMetrics(reg, "likes_fanout").Middleware, serve.Recover(log))
 	serve.Health(r, ready)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	streams.Routes(r)
+	r.Group(func(r chi.Router) {
+		r.Use(guard.refuseWhileLost)
+		streams.Routes(r)
+	})
 	page := web.Handler(cfg.Page)
 	r.Handle("/", page)
 	r.Handle(web.AssetPrefix+"*", page)

@@ -31,6 +31,7 @@ type shard struct {
 	nextTick int64
 	tick     int64
 	drain    drain
+	shed     shedder // Hub.Shed: closes the viewers of the moment, keeps the shard running (shed.go)
 	counts   counts
 }
 

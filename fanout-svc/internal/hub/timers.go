@@ -26,6 +26,7 @@ func (s *shard) runTimers() {
 	if s.drain.active {
 		s.drainStep()
 	}
+	s.shedStep()
 	if s.now >= s.nextTick {
 		s.nextTick = s.now + s.tick
 		s.sweep()
@@ -87,7 +88,7 @@ func (s *shard) timeoutMs() int {
 	for _, sp := range s.held {
 		next = min(next, sp.nextAllowed)
 	}
-	if s.drain.active {
+	if s.drain.active || s.shed.active() {
 		next = min(next, s.now+int64(10*time.Millisecond))
 	}
 	d := next - s.clock()
