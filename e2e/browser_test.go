@@ -348,10 +348,13 @@ func (p *browserPage) waitCount(post string, want int64) {
 		fmt.Sprintf("post %s to show %d", post, want))
 }
 
+// waitPressed waits until the like button of post is settled (no request in flight, so the
+// writer has answered and an optimistic change was kept or undone) and shows want.
 func (p *browserPage) waitPressed(post string, want bool) {
 	p.t.Helper()
-	p.waitFor(fmt.Sprintf(`document.querySelector('li[data-post=%q] .like')?.getAttribute("aria-pressed") === "%t"`, post, want),
-		fmt.Sprintf("like button of post %s pressed=%t", post, want))
+	button := fmt.Sprintf(`document.querySelector('li[data-post=%q] .like')`, post)
+	p.waitFor(fmt.Sprintf(`%s?.getAttribute("aria-pressed") === "%t" && %s.getAttribute("aria-busy") !== "true"`, button, want, button),
+		fmt.Sprintf("like button of post %s settled with pressed=%t", post, want))
 }
 
 // click presses the like button of post with a real mouse event, once no request is in flight.

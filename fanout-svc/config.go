@@ -60,6 +60,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 		return c, err
 	}
 	c.Page.Posts = pagePosts
+	c.Page.HeartbeatMS = c.Hub.Heartbeat.Milliseconds()
 	return c, c.validate()
 }
 

@@ -139,6 +139,7 @@ func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, streams *s
 	page := web.Handler(cfg.Page)
 	r.Handle("/", page)
 	r.Handle(web.AssetPrefix+"*", page)
+	r.Handle(web.ClientPath, page)
 	return r
 }
 

@@ -43,6 +43,15 @@ func newAsset(name string, body []byte) (asset, error) {
 // etag quotes the version as an entity tag.
 func (a asset) etag() string { return `"` + a.version + `"` }
 
+// loadClient reads the client library, likes.js.
+func loadClient() (asset, error) {
+	body, err := fs.ReadFile(static, "static/client/likes.js")
+	if err != nil {
+		return asset{}, fmt.Errorf("read client library: %w", err)
+	}
+	return newAsset("likes.js", body)
+}
+
 // loadAssets reads every embedded file under static/assets, keyed by file name.
 func loadAssets() (map[string]asset, error) {
 	entries, err := fs.ReadDir(static, "static/assets")

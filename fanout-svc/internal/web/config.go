@@ -26,6 +26,9 @@ type Config struct {
 	// to everyone who loads the page, so it is meant for development only; a user can also paste
 	// their own token into the page.
 	Token string `json:"token,omitempty"`
+	// HeartbeatMS is the node's heartbeat interval in milliseconds, so the page's silence
+	// watchdog knows how long a healthy stream can be quiet. 0 leaves the library's default.
+	HeartbeatMS int64 `json:"heartbeatMs,omitempty"`
 }
 
 // Validate reports the first problem with c, so a misconfigured service fails at start instead of

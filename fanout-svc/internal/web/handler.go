@@ -9,21 +9,25 @@ import (
 	"github.com/likes/likes/pkg/serve"
 )
 
-// AssetPrefix is the path under which the page's files are served. Mount Handler on "/" and on
-// this prefix, without stripping either.
+// AssetPrefix is the path under which the page's files are served. Mount Handler on "/", on
+// this prefix and on ClientPath, without stripping any.
 const AssetPrefix = "/assets/"
+
+// ClientPath is where the client library, likes.js, is served to any site that embeds likes.
+const ClientPath = "/client/likes.js"
 
 // site serves the rendered page and its assets.
 type site struct {
 	page   asset
+	client asset
 	assets map[string]asset
 	csp    string
 }
 
 var _ http.Handler = (*site)(nil)
 
-// Handler serves GET / (the page, with cfg rendered into it) and GET /assets/{name} (its script,
-// style sheet and icon). Any other path answers 404 JSON and any other method 405 JSON. cfg
+// Handler serves GET / (the page, with cfg rendered into it), GET /assets/{name} (its script,
+// style sheet and icon) and GET /client/likes.js (the client library). Any other path answers 404 JSON and any other method 405 JSON. cfg
 // should have passed Validate; Handler panics only if the embedded files are broken, which the
 // package's tests rule out.
 func Handler(cfg Config) http.Handler {
@@ -32,11 +36,15 @@ func Handler(cfg Config) http.Handler {
 	if err != nil {
 		panic(err)
 	}
+	client, err := loadClient()
+	if err != nil {
+		panic(err)
+	}
 	page, err := renderPage(cfg, assets)
 	if err != nil {
 		panic(err)
 	}
-	return &site{page: page, assets: assets, csp: contentSecurityPolicy(cfg.writerOrigin())}
+	return &site{page: page, client: client, assets: assets, csp: contentSecurityPolicy(cfg.writerOrigin())}
 }
 
 // contentSecurityPolicy allows only the page's own files, the stream from its own origin and the
@@ -51,7 +59,7 @@ func contentSecurityPolicy(writerOrigin string) string {
 }
 
 func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a, isPage, ok := s.lookup(r.URL.Path)
+	a, kind, ok := s.lookup(r.URL.Path)
 	if !ok {
 		serve.NotFound(w, r)
 		return
@@ -66,24 +74,41 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("ETag", a.etag())
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", cacheControl(a, r))
-	if isPage {
+	switch kind {
+	case kindPage:
 		h.Set("Content-Security-Policy", s.csp)
 		h.Set("Referrer-Policy", "no-referrer")
+	case kindClient:
+		// Other sites load the library as a module script, which browsers fetch in CORS mode; it
+		// is public code sent without credentials, so any origin may read it, also from a page
+		// that isolates itself with COEP.
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
 	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
 }
 
-// lookup finds what path names: the page, an asset, or nothing.
-func (s *site) lookup(path string) (a asset, isPage, ok bool) {
-	if path == "/" {
-		return s.page, true, true
+// What a path names.
+const (
+	kindAsset = iota
+	kindPage
+	kindClient
+)
+
+// lookup finds what path names: the page, the client library, an asset, or nothing.
+func (s *site) lookup(path string) (a asset, kind int, ok bool) {
+	switch path {
+	case "/":
+		return s.page, kindPage, true
+	case ClientPath:
+		return s.client, kindClient, true
 	}
 	name, found := strings.CutPrefix(path, AssetPrefix)
 	if !found {
-		return asset{}, false, false
+		return asset{}, kindAsset, false
 	}
 	a, ok = s.assets[name]
-	return a, false, ok
+	return a, kindAsset, ok
 }
 
 // cacheControl lets browsers keep a versioned asset URL for good (its content can never change),

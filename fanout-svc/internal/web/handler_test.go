@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strings"
@@ -183,6 +184,8 @@ func TestUnknownPathsAndMethods(t *testing.T) {
 		{http.MethodGet, "/index.html", http.StatusNotFound, "not found"},
 		{http.MethodGet, "/assets/", http.StatusNotFound, "not found"},
 		{http.MethodGet, "/assets/missing.js", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/client/other.js", http.StatusNotFound, "not found"},
+		{http.MethodPost, ClientPath, http.StatusMethodNotAllowed, "method not allowed"},
 		{http.MethodGet, "/assets/../index.html", http.StatusNotFound, "not found"},
 		{http.MethodGet, "/static/index.html", http.StatusNotFound, "not found"},
 		{http.MethodPost, "/", http.StatusMethodNotAllowed, "method not allowed"},
@@ -216,5 +219,94 @@ func TestHeadServesHeadersOnly(t *testing.T) {
 	}
 	if resp.ContentLength <= 0 {
 		t.Errorf("HEAD / Content-Length = %d; want the page's size", resp.ContentLength)
+	}
+}
+
+// TestClientLibrary: /client/likes.js is JavaScript any site may load as a module (CORS, CORP),
+// revalidated when unversioned and immutable at its versioned URL, like the page's assets.
+func TestClientLibrary(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	resp, body := get(t, srv, http.MethodGet, ClientPath, map[string]string{"Origin": "https://blog.example"})
+	want := map[string]string{
+		"Content-Type":                 "text/javascript; charset=utf-8",
+		"X-Content-Type-Options":       "nosniff",
+		"Access-Control-Allow-Origin":  "*",
+		"Cross-Origin-Resource-Policy": "cross-origin",
+		"Cache-Control":                "no-cache",
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s status = %d; want 200", ClientPath, resp.StatusCode)
+	}
+	for k, v := range want {
+		if got := resp.Header.Get(k); got != v {
+			t.Errorf("%s = %q; want %q", k, got, v)
+		}
+	}
+	if !strings.Contains(body, "export function connect(") {
+		t.Errorf("%s does not export connect", ClientPath)
+	}
+	// Nothing a strict Content-Security-Policy (no 'unsafe-eval', no inline code) would block.
+	for _, banned := range []string{"eval(", "new Function", "innerHTML", "setTimeout(\"", "document.write"} {
+		if strings.Contains(body, banned) {
+			t.Errorf("%s contains %q, which a strict CSP forbids", ClientPath, banned)
+		}
+	}
+	etag := resp.Header.Get("ETag")
+	versioned, _ := get(t, srv, http.MethodGet, ClientPath+"?v="+strings.Trim(etag, `"`), nil)
+	if got := versioned.Header.Get("Cache-Control"); !strings.Contains(got, "immutable") {
+		t.Errorf("versioned %s Cache-Control = %q; want immutable", ClientPath, got)
+	}
+	again, rest := get(t, srv, http.MethodGet, ClientPath, map[string]string{"If-None-Match": etag})
+	if again.StatusCode != http.StatusNotModified || rest != "" {
+		t.Errorf("revalidation: status %d, %d bytes; want 304 and no body", again.StatusCode, len(rest))
+	}
+	if page, _ := get(t, srv, http.MethodGet, "/", nil); page.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("the page itself allows cross-origin reads; only the library should")
+	}
+}
+
+// TestPageModulesResolve: every module the page loads, and every module those import, resolves
+// to a JavaScript file this handler serves, so the page cannot ship a broken import.
+func TestPageModulesResolve(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	_, page := get(t, srv, http.MethodGet, "/", nil)
+	if !strings.Contains(page, `<link rel="modulepreload" href="client/likes.js">`) {
+		t.Errorf("page does not preload client/likes.js")
+	}
+	importRe := regexp.MustCompile(`(?m)^import .* from "([^"]+)";`)
+	queue := []string{assetURLs(t, page)["app.js"]}
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		resp, body := get(t, srv, http.MethodGet, u, nil)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/javascript; charset=utf-8" {
+			t.Fatalf("GET %s: %d %s; want 200 JavaScript", u, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		base, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range importRe.FindAllStringSubmatch(body, -1) {
+			ref, err := url.Parse(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			queue = append(queue, base.ResolveReference(ref).String())
+		}
+	}
+	if !seen[ClientPath] {
+		t.Errorf("the page's modules %v do not import %s", seen, ClientPath)
+	}
+}
+
+func TestPageKnowsTheHeartbeat(t *testing.T) {
+	_, page := get(t, newServer(t, Config{Posts: []string{"1"}, HeartbeatMS: 15000}), http.MethodGet, "/", nil)
+	if got := pageConfig(t, page); got.HeartbeatMS != 15000 {
+		t.Errorf("page config heartbeat = %d ms; want 15000", got.HeartbeatMS)
 	}
 }

@@ -1,0 +1,522 @@
+// likes.js: live like counts, "watching now" numbers and the user's own likes for any page.
+// A dependency-free ES module served by fanout-svc at /client/likes.js. See the README,
+// "The client library", for the API and a copy-paste example.
+//
+// It reads the stream with fetch() rather than EventSource, for three reasons a reader of the
+// README should know: EventSource never surfaces the ": ping" heartbeat comments, so it cannot
+// tell a silent dead socket from a quiet post (fetch sees every byte, which is what the silence
+// watchdog needs); it gives up for good after an HTTP error such as a full node's 503 and never
+// shows the Retry-After (fetch sees the status and honours it); and it can only resume through
+// its own Last-Event-ID header, where a new request may go to another node with the
+// lastEventId query parameter the server also accepts (a plain GET: no CORS preflight).
+
+const POST_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const DEFAULT_HEARTBEAT_MS = 15000; // fanout-svc's default HEARTBEAT_INTERVAL
+const DEFAULT_RETRY_MS = 2000; // until the server's retry: arrives
+const MAX_BACKOFF_MS = 30000;
+const REQUEST_TIMEOUT_MS = 10000;
+const SILENT_HEARTBEATS = 3; // the watchdog's patience, in heartbeat intervals
+
+/** LikeError is how like() and unlike() fail, after the optimistic change was undone. */
+export class LikeError extends Error {
+  constructor(message, { post, op, status = 0, retryAfter = 0, local = false }) {
+    super(message);
+    this.name = "LikeError";
+    this.post = post; // the post id
+    this.op = op; // "like" or "unlike"
+    this.status = status; // the writer's HTTP status; 0: no answer (network or timeout)
+    this.retryAfter = retryAfter; // ms to wait before the writer takes changes again; 0: none
+    this.local = local; // true: refused here, without a request, because a Retry-After runs
+  }
+}
+
+/**
+ * connect follows posts live and returns a Likes. Options:
+ *   streams   fanout base URL, or a list of them tried in turn ("" = this page's origin)
+ *   writer    writer-svc base URL ("" = this page's origin)
+ *   posts     post ids to follow
+ *   token     bearer token, or a function returning one (or a promise of one)
+ *   user      X-User-ID to send when there is no token (a writer behind a trusted gateway)
+ *   heartbeat the fanout's HEARTBEAT_INTERVAL in ms (default 15000): the watchdog reconnects
+ *             after three intervals of silence
+ *   postsPerStream (64, MAX_POSTS_PER_STREAM), postsPerRead (100, MAX_POSTS_PER_READ)
+ */
+export function connect(options) {
+  return new Likes(options);
+}
+
+/** Likes is one page's live view of its posts. It dispatches "update" and "state" events. */
+export class Likes extends EventTarget {
+  #opts;
+  #posts = new Map(); // id -> internal post state
+  #streams = [];
+  #closed = false;
+  #blocked = null; // {until, status, message}: a Retry-After from the writer still running
+  #reads = 0; // GET /likes generation, so an older answer never overwrites a newer one
+
+  constructor(options = {}) {
+    super();
+    this.#opts = normalize(options);
+    for (const id of this.#opts.posts) {
+      this.#posts.set(id, { id, count: null, ts: 0, watching: null, watchTS: 0, liked: false, pending: null, seen: 0, changes: 0 });
+    }
+    const ids = [...this.#posts.keys()];
+    for (let i = 0; i < ids.length; i += this.#opts.postsPerStream) {
+      this.#streams.push(new Stream(ids.slice(i, i + this.#opts.postsPerStream), this.#streams.length, this.#opts, {
+        closed: () => this.#closed,
+        event: (type, data) => this.#onEvent(type, data),
+        live: (reconnected) => this.#onLive(reconnected),
+      }));
+    }
+    this.#streams.forEach((s) => s.start());
+    if (typeof addEventListener === "function") addEventListener("online", this.#online);
+    this.refresh();
+  }
+
+  /** state is "connecting", "live", "reconnecting" or "closed", over all of this page's streams. */
+  get state() {
+    if (this.#closed) return "closed";
+    if (this.#streams.every((s) => s.live)) return "live";
+    return this.#streams.some((s) => s.connects > 0) ? "reconnecting" : "connecting";
+  }
+
+  /** connects counts the stream connections that came up, the first included. */
+  get connects() {
+    return this.#streams.reduce((n, s) => n + s.connects, 0);
+  }
+
+  /** post returns what is known of one post: {id, count, watching, liked, pending}. */
+  post(id) {
+    const p = this.#posts.get(id);
+    if (!p) return undefined;
+    // count and watching are null until known; pending is "like" or "unlike" while one is sent.
+    return { id, count: p.count, watching: p.watching, liked: p.liked, pending: p.pending ? p.pending.op : null };
+  }
+
+  /** posts returns post(id) for every followed post, in order. */
+  posts() {
+    return [...this.#posts.keys()].map((id) => this.post(id));
+  }
+
+  /** like likes a post: shown at once, undone if the writer refuses. */
+  like(id) {
+    return this.#change(id, true);
+  }
+
+  /** unlike removes the user's like: shown at once, undone if the writer refuses. */
+  unlike(id) {
+    return this.#change(id, false);
+  }
+
+  /** toggle likes a post not liked and unlikes a liked one. */
+  toggle(id) {
+    const p = this.#posts.get(id);
+    return this.#change(id, !(p && p.liked));
+  }
+
+  /** setToken changes the bearer token (a new login) and reloads which posts the user likes. */
+  setToken(token) {
+    this.#opts.token = token || "";
+    return this.#identityChanged();
+  }
+
+  /** setUser changes the X-User-ID sent without a token and reloads the user's likes. */
+  setUser(user) {
+    this.#opts.user = user || "";
+    return this.#identityChanged();
+  }
+
+  /**
+   * refresh reads the counts and the user's likes with GET /likes (GET /counts without an
+   * identity). It runs at connect, after every reconnect (another device may have liked
+   * meanwhile) and after setToken or setUser. A failure is dispatched as an "error" event.
+   */
+  async refresh() {
+    if (this.#closed) return;
+    const generation = ++this.#reads;
+    try {
+      await this.#readLikes(generation);
+    } catch (err) {
+      const e = err instanceof LikeError ? err : new LikeError(String(err && err.message), {});
+      if (generation === this.#reads && !this.#closed) this.dispatchEvent(new CustomEvent("error", { detail: e }));
+    }
+  }
+
+  /** reconnect drops every stream and opens it again now, skipping any backoff. */
+  reconnect() {
+    this.#streams.forEach((s) => s.restart());
+  }
+
+  /** close stops every stream and timer; the Likes is "closed" for good. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (typeof removeEventListener === "function") removeEventListener("online", this.#online);
+    this.#streams.forEach((s) => s.stop());
+    this.#emitState();
+  }
+
+  // ---- inside --------------------------------------------------------------------------------
+
+  // #identityChanged forgets the hearts of the previous identity (unless a change is on its way)
+  // and asks the writer for the new one's.
+  #identityChanged() {
+    for (const p of this.#posts.values()) {
+      if (p.pending || !p.liked) continue;
+      p.liked = false;
+      p.changes++;
+      this.#emit(p);
+    }
+    return this.refresh();
+  }
+
+  // #readLikes is one refresh: GET /likes in chunks of postsPerRead, applied unless a newer refresh
+  // started meanwhile.
+  async #readLikes(generation) {
+    const ids = [...this.#posts.keys()];
+    const headers = await this.#identity();
+    const path = Object.keys(headers).length ? "/likes" : "/counts";
+    const marks = new Map(ids.map((id) => [id, this.#posts.get(id).changes]));
+    for (let i = 0; i < ids.length; i += this.#opts.postsPerRead) {
+      const chunk = ids.slice(i, i + this.#opts.postsPerRead);
+      const body = await request(this.#opts.writer + path + "?posts=" + chunk.map(encodeURIComponent).join(","), "GET", headers);
+      if (generation !== this.#reads || this.#closed) return;
+      for (const r of (body && Array.isArray(body.posts)) ? body.posts : []) {
+        const p = this.#posts.get(String(r.post_id));
+        if (!p) continue;
+        this.#applyCount(p, r.count, r.ts);
+        // A like sent after this read started knows better than the read does.
+        if (path === "/likes" && !p.pending && p.changes === marks.get(p.id)) p.liked = r.liked === true;
+        this.#emit(p);
+      }
+    }
+  }
+
+  // #onEvent handles one event of a stream: a count, or a watching number (which carries no id,
+  // so it never moves the stream's resume point).
+  #onEvent(type, data) {
+    let u;
+    try {
+      u = JSON.parse(data);
+    } catch {
+      return;
+    }
+    const p = u && this.#posts.get(String(u.post_id));
+    if (!p) return;
+    if (type === "count") {
+      if (this.#applyCount(p, u.count, u.ts)) this.#emit(p);
+    } else if (type === "watching" && Number.isFinite(u.watching) && u.watching >= 0) {
+      // ts is the start of the interval the number was counted in, the same on every node: a
+      // number from an older interval (a node behind another after a reconnect) is dropped.
+      const ts = Number.isFinite(u.ts) ? u.ts : 0;
+      if (ts < p.watchTS) return;
+      p.watchTS = ts;
+      if (u.watching === p.watching) return;
+      p.watching = u.watching;
+      this.#emit(p);
+    }
+  }
+
+  // #onLive runs when a stream comes up or goes down.
+  #onLive(reconnected) {
+    this.#emitState();
+    if (reconnected) this.refresh();
+  }
+
+  #online = () => {
+    if (this.state !== "live") this.reconnect();
+  };
+
+  // #applyCount takes a count from the stream or a read if it is newer than what the post shows:
+  // ts is the post's version, strictly increasing, so an older answer can never win.
+  #applyCount(p, count, ts) {
+    if (!Number.isFinite(count)) return false;
+    ts = Number.isFinite(ts) ? ts : 0;
+    if (p.count !== null && ts <= p.ts) return false;
+    p.ts = ts;
+    p.seen++;
+    if (p.count === count) return false;
+    p.count = count;
+    return true;
+  }
+
+  async #change(id, like) {
+    const p = this.#posts.get(id);
+    const op = like ? "like" : "unlike";
+    if (!p) throw new LikeError("post " + id + " is not followed", { post: id, op });
+    if (p.pending) return p.pending.promise;
+    if (p.liked === like) return { post_id: id, count: p.count, liked: false };
+    const blocked = this.#blocked;
+    if (blocked && blocked.until > Date.now()) {
+      throw new LikeError(blocked.message, { post: id, op, status: blocked.status, retryAfter: blocked.until - Date.now(), local: true });
+    }
+    const before = { liked: p.liked, count: p.count, seen: p.seen };
+    p.liked = like;
+    if (p.count !== null) p.count = Math.max(0, p.count + (like ? 1 : -1));
+    p.changes++;
+    const promise = this.#send(p, op, before);
+    p.pending = { op, promise };
+    this.#emit(p);
+    return promise;
+  }
+
+  async #send(p, op, before) {
+    try {
+      const reply = await request(this.#opts.writer + "/like/" + encodeURIComponent(p.id), op === "like" ? "POST" : "DELETE", await this.#identity());
+      // The stream brings the new count within a blink; the reply's count is taken only when no
+      // newer count arrived meanwhile, since that one may already include later likes.
+      if (reply && Number.isFinite(reply.count) && p.seen === before.seen) p.count = reply.count;
+      return reply;
+    } catch (err) {
+      p.liked = before.liked;
+      if (p.seen === before.seen) p.count = before.count;
+      const e = err instanceof LikeError ? err : new LikeError(String(err && err.message), {});
+      e.post = p.id;
+      e.op = op;
+      if (e.retryAfter > 0 && (e.status === 429 || e.status === 503)) {
+        this.#blocked = { until: Date.now() + e.retryAfter, status: e.status, message: e.message };
+      }
+      throw e;
+    } finally {
+      p.pending = null;
+      this.#emit(p);
+    }
+  }
+
+  async #identity() {
+    let token = this.#opts.token;
+    if (typeof token === "function") token = await token();
+    if (token) return { Authorization: "Bearer " + token };
+    if (this.#opts.user) return { "X-User-ID": this.#opts.user };
+    return {};
+  }
+
+  #emit(p) {
+    this.dispatchEvent(new CustomEvent("update", { detail: this.post(p.id) }));
+  }
+
+  #emitState() {
+    this.dispatchEvent(new CustomEvent("state", { detail: { state: this.state, connects: this.connects } }));
+  }
+}
+
+// normalize checks the options once, so a mistake fails at connect() and not at the first like.
+function normalize(o) {
+  const list = Array.isArray(o.streams) ? o.streams : [o.streams ?? ""];
+  const streams = list.map((s) => baseURL(String(s)));
+  if (!streams.length) throw new TypeError("likes: streams must name at least one fanout URL");
+  const posts = [...new Set((o.posts || []).map(String))];
+  const bad = posts.find((id) => !POST_ID.test(id));
+  if (bad !== undefined) throw new TypeError("likes: post id " + JSON.stringify(bad) + " is not 1-64 of A-Z a-z 0-9 _ -");
+  if (!posts.length) throw new TypeError("likes: posts must name at least one post");
+  return {
+    streams,
+    writer: baseURL(String(o.writer ?? "")),
+    posts,
+    token: o.token || "",
+    user: o.user || "",
+    heartbeat: positive(o.heartbeat, DEFAULT_HEARTBEAT_MS),
+    postsPerStream: positive(o.postsPerStream, 64),
+    postsPerRead: positive(o.postsPerRead, 100),
+  };
+}
+
+function baseURL(s) {
+  return s.replace(/\/+$/, "");
+}
+
+function positive(v, fallback) {
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+// request sends one writer request and returns its JSON body, or throws a LikeError that says
+// what the writer answered (status, Retry-After in ms, its error text).
+async function request(url, method, headers) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), REQUEST_TIMEOUT_MS);
+  let resp;
+  let body = null;
+  try {
+    resp = await fetch(url, {
+      method, headers: { Accept: "application/json", ...headers }, mode: "cors", credentials: "omit", cache: "no-store", signal: abort.signal,
+    });
+    body = await resp.json().catch(() => null);
+  } catch {
+    throw new LikeError(abort.signal.aborted ? "the writer did not answer in time" : "could not reach the writer", {});
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!resp.ok) {
+    const message = body && typeof body.error === "string" ? body.error : "HTTP " + resp.status;
+    throw new LikeError(message, { status: resp.status, retryAfter: retryAfterMs(resp) });
+  }
+  return body;
+}
+
+// retryAfterMs reads Retry-After (seconds or an HTTP date) in ms; 0 when absent.
+function retryAfterMs(resp) {
+  const v = resp.headers.get("Retry-After");
+  if (!v) return 0;
+  if (/^\d+$/.test(v.trim())) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : 0;
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+// Stream is one /sse?posts= connection and its reconnect loop. Every byte that arrives, the
+// ": ping" heartbeat comments included, rearms the silence watchdog; when it fires (no response
+// head, or nothing at all for three heartbeat intervals) the request is aborted and the stream
+// reconnects, to the next URL in the list when there are several.
+class Stream {
+  constructor(posts, index, options, hooks) {
+    this.posts = posts;
+    this.options = options;
+    this.hooks = hooks; // closed(), event(type, data), live(reconnected)
+    this.next = index; // spreads a page's streams over the URLs, then walks them on failure
+    this.live = false;
+    this.connects = 0;
+    this.lastId = "";
+    this.retry = DEFAULT_RETRY_MS;
+    this.failures = 0;
+    this.abort = null; // aborts the current request
+    this.wake = new AbortController(); // cuts a backoff short
+    this.hurry = false; // reconnect without waiting
+  }
+
+  start() {
+    this.#loop();
+  }
+
+  stop() {
+    if (this.abort) this.abort.abort();
+    this.wake.abort();
+  }
+
+  restart() {
+    this.hurry = true;
+    this.failures = 0;
+    if (this.abort) this.abort.abort();
+    this.wake.abort();
+  }
+
+  async #loop() {
+    while (!this.hooks.closed()) {
+      const wait = await this.#session();
+      this.#setLive(false);
+      if (this.hooks.closed()) return;
+      if (!this.hurry) await sleep(wait, this.wake.signal);
+      this.hurry = false;
+      this.wake = new AbortController();
+    }
+  }
+
+  // #session runs one request to its end and returns how long to wait before the next.
+  async #session() {
+    const o = this.options;
+    const base = o.streams[this.next % o.streams.length];
+    let url = base + "/sse?posts=" + this.posts.map(encodeURIComponent).join(",");
+    if (this.lastId) url += "&lastEventId=" + encodeURIComponent(this.lastId);
+    const abort = new AbortController();
+    this.abort = abort;
+    let silent = false;
+    let watchdog = 0;
+    const arm = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => {
+        silent = true;
+        abort.abort();
+      }, SILENT_HEARTBEATS * o.heartbeat);
+    };
+    arm();
+    try {
+      const resp = await fetch(url, { headers: { Accept: "text/event-stream" }, mode: "cors", credentials: "omit", cache: "no-store", signal: abort.signal });
+      if (!resp.ok || !String(resp.headers.get("Content-Type")).startsWith("text/event-stream")) {
+        resp.body?.cancel().catch(() => {});
+        this.next++; // a full or draining node: another may take us
+        const hinted = retryAfterMs(resp);
+        return hinted > 0 ? hinted * (1 + Math.random() / 2) : this.#backoff();
+      }
+      this.failures = 0;
+      this.connects++;
+      this.#setLive(true);
+      await this.#read(resp.body, arm);
+      return this.retry; // the server closed the stream (a drain or a restart): its hint says when
+    } catch {
+      if (this.hooks.closed()) return 0;
+      if (silent) {
+        this.next++; // a silent node may be stuck or cut off: try the next one
+        return this.retry;
+      }
+      return this.live ? this.retry : this.#backoff();
+    } finally {
+      clearTimeout(watchdog);
+    }
+  }
+
+  // #backoff doubles the wait after each failed attempt in a row, jittered so that viewers that
+  // failed together do not return together.
+  #backoff() {
+    const ceiling = Math.min(MAX_BACKOFF_MS, this.retry * 2 ** this.failures++);
+    return ceiling / 2 + Math.random() * ceiling / 2;
+  }
+
+  #setLive(live) {
+    if (this.live === live) return;
+    this.live = live;
+    this.hooks.live(live && this.connects > 1);
+  }
+
+  // #read parses the event stream (the WHATWG rules: fields, comments, CR/LF/CRLF line ends,
+  // multi-line data) until it ends.
+  async #read(body, arm) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    let event = { type: "", data: [], id: null };
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      arm();
+      buf += decoder.decode(value, { stream: true });
+      let start = 0;
+      for (;;) {
+        const cr = buf.indexOf("\r", start);
+        const lf = buf.indexOf("\n", start);
+        const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+        if (end < 0 || (end === cr && end === buf.length - 1)) break; // a CR may start a CRLF
+        const line = buf.slice(start, end);
+        start = end + (buf[end] === "\r" && buf[end + 1] === "\n" ? 2 : 1);
+        event = this.#line(line, event);
+      }
+      buf = buf.slice(start);
+    }
+  }
+
+  // #line applies one line to the event being built and returns the event to go on with.
+  #line(line, event) {
+    if (line === "") {
+      if (event.id !== null) this.lastId = event.id;
+      if (event.data.length) this.hooks.event(event.type || "message", event.data.join("\n"));
+      return { type: "", data: [], id: null };
+    }
+    if (line[0] === ":") return event; // a comment: the heartbeat; its bytes already rearmed the watchdog
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value[0] === " ") value = value.slice(1);
+    if (field === "event") event.type = value;
+    else if (field === "data") event.data.push(value);
+    else if (field === "id" && !value.includes("\0")) event.id = value;
+    else if (field === "retry" && /^\d+$/.test(value)) this.retry = Number(value);
+    return event;
+  }
+}
