@@ -48,7 +48,9 @@ func TestLikeAPI(t *testing.T) {
 }
 
 // TestConcurrentUsersCountExactlyOnce: 200 users like one post at once and 50 of them again:
-// the count ends at exactly 200, 200 replies say liked, and each change was published once.
+// the count ends at exactly 200, 200 replies say liked and carry the counts 1 to 200 once each
+// (each request's own place in the order Redis applied them), and the updates published (one
+// per batch of likes) rise to 200 with increasing versions.
 func TestConcurrentUsersCountExactlyOnce(t *testing.T) {
 	w := startWriter(t, nil)
 	ps := w.RDB.Subscribe(context.Background(), keys.Channel("hot"))
@@ -57,7 +59,9 @@ func TestConcurrentUsersCountExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const users, repeats = 200, 50
-	var liked, failed atomic.Int32
+	var failed atomic.Int32
+	var mu sync.Mutex
+	likedCounts := make(map[int64]int)
 	var wg sync.WaitGroup
 	for i := range users + repeats {
 		wg.Go(func() {
@@ -69,15 +73,25 @@ func TestConcurrentUsersCountExactlyOnce(t *testing.T) {
 				return
 			}
 			defer resp.Body.Close()
-			var body struct{ Liked bool }
+			var body struct {
+				Liked bool
+				Count int64
+			}
 			if decodeJSON(resp, &body) == nil && body.Liked {
-				liked.Add(1)
+				mu.Lock()
+				likedCounts[body.Count]++
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if failed.Load() != 0 || liked.Load() != users {
-		t.Fatalf("%d failed, %d liked; want 0 and %d", failed.Load(), liked.Load(), users)
+	if failed.Load() != 0 || len(likedCounts) != users {
+		t.Fatalf("%d failed, %d distinct liked counts; want 0 and %d", failed.Load(), len(likedCounts), users)
+	}
+	for c := int64(1); c <= users; c++ {
+		if likedCounts[c] != 1 {
+			t.Errorf("%d replies liked with count %d; want 1", likedCounts[c], c)
+		}
 	}
 	if got := w.do(t, http.MethodGet, "/count/hot"); got.Body["count"] != float64(users) {
 		t.Errorf("count %s; want %d", got.Raw, users)
@@ -85,19 +99,17 @@ func TestConcurrentUsersCountExactlyOnce(t *testing.T) {
 	if n := w.dedupKeys(t, "hot"); n != users {
 		t.Errorf("%d dedup keys; want %d", n, users)
 	}
-	// Every change was published once, counts 1..200 each exactly once, versions increasing.
-	seen := make(map[int64]bool)
-	var last int64
-	for range users {
+	var last update.Update
+	for messages := 0; last.Count < users; messages++ {
 		select {
 		case m := <-ps.Channel():
 			u, err := update.Parse([]byte(m.Payload))
-			if err != nil || u.PostID != "hot" || seen[u.Count] || u.TS <= last {
-				t.Fatalf("message %q (err %v): want a new count of post hot with ts > %d", m.Payload, err, last)
+			if err != nil || u.PostID != "hot" || u.Count <= last.Count || u.TS <= last.TS {
+				t.Fatalf("message %q (err %v) after %+v: want a higher count of post hot with a higher ts", m.Payload, err, last)
 			}
-			seen[u.Count], last = true, u.TS
+			last = u
 		case <-time.After(5 * time.Second):
-			t.Fatalf("got %d messages; want %d", len(seen), users)
+			t.Fatalf("after %d messages the last count is %d; want %d", messages, last.Count, users)
 		}
 	}
 }

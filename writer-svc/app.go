@@ -25,6 +25,7 @@ const metricsNamespace = "likes_writer"
 type app struct {
 	rdb     redis.UniversalClient
 	store   *like.Store
+	changes *like.Coalescer // nil until built
 	handler http.Handler
 }
 
@@ -53,9 +54,13 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	metrics := like.NewMetrics(reg, metricsNamespace)
+	a.changes = like.NewCoalescer(a.store, like.BatchOptions{
+		Window: cfg.BatchWindow, Size: cfg.BatchSize, Timeout: cfg.RequestTimeout,
+	}, metrics)
 	likes := like.NewHandler(like.Options{
-		Store: a.store, Identify: identify, Limit: limit,
-		Metrics: like.NewMetrics(reg, metricsNamespace), Log: log, Timeout: cfg.RequestTimeout,
+		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit,
+		Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
 	})
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins,
@@ -64,7 +69,14 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	return a, nil
 }
 
-func (a *app) close() error { return a.rdb.Close() }
+// close waits for the batches still in flight (the HTTP server has stopped by then), then closes
+// the Redis client they use.
+func (a *app) close() error {
+	if a.changes != nil {
+		a.changes.Close()
+	}
+	return a.rdb.Close()
+}
 
 // warmUp checks Redis and loads the scripts. Failure is logged, not fatal: the writer starts
 // unready (/readyz says 503) and serves as soon as Redis is back, and the scripts load themselves

@@ -10,6 +10,7 @@ import (
 	"github.com/likes/likes/pkg/envflag"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
 )
 
@@ -20,6 +21,8 @@ type Config struct {
 	LogLevel       string
 	RequestTimeout time.Duration
 	MaxReadPosts   int
+	BatchWindow    time.Duration
+	BatchSize      int
 	CORSOrigins    []string
 	LikeRate       ratelimit.Rate
 	Auth           AuthConfig
@@ -46,7 +49,7 @@ const maxReadPostsLimit = 1000
 
 const usageHeader = `Usage: writer-svc [flags]
 
-writer-svc records likes in Redis and publishes each change to the post's channel.
+writer-svc records likes in Redis and publishes the post's new count to its channel.
 Every flag can also be set by the environment variable named after it; a flag wins.
 
 API: POST and DELETE /like/{postID} (user in X-User-ID, or a bearer JWT when auth is on),
@@ -76,6 +79,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	set.Duration(&c.RequestTimeout, "request-timeout", "REQUEST_TIMEOUT", 2*time.Second, "time allowed for one request's Redis work; past it the client gets 503 with Retry-After")
 	set.Int(&c.MaxReadPosts, "max-read-posts", "MAX_POSTS_PER_READ", 100, "posts one GET /likes or /counts may name")
+	set.Duration(&c.BatchWindow, "batch-window", "BATCH_WINDOW", 0, "how long a post's next batch of likes may wait to fill after the call in flight for that post returns (0: it leaves at once); a like of a quiet post never waits")
+	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", like.MaxBatch))
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration such as "1/3s" (empty: off)`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
@@ -103,6 +108,10 @@ func (c Config) validate() error {
 		return errors.New("request timeout must be positive")
 	case c.MaxReadPosts < 1 || c.MaxReadPosts > maxReadPostsLimit:
 		return fmt.Errorf("max read posts %d must be 1-%d", c.MaxReadPosts, maxReadPostsLimit)
+	case c.BatchWindow < 0:
+		return errors.New("batch window must not be negative")
+	case c.BatchSize < 1 || c.BatchSize > like.MaxBatch:
+		return fmt.Errorf("batch size %d must be 1 to %d", c.BatchSize, like.MaxBatch)
 	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:
 		return fmt.Errorf("write timeout %s must exceed the request timeout %s", c.Serve.WriteTimeout, c.RequestTimeout)
 	case c.Auth.JWTSecret != "" && len(c.Auth.JWTSecret) < minSecretLen:

@@ -1,10 +1,13 @@
 // Command writer-svc is the write side of likes: a stateless HTTP service that records likes and
-// unlikes in Redis and publishes each change to the post's channel, from which every fanout node
+// unlikes in Redis and publishes the post's new count to its channel, from which every fanout node
 // delivers it to viewers. It scales by running more replicas behind a load balancer.
 //
-// Each change is one Lua script (dedup with SET NX, INCR or DECR, a per-post version, PUBLISH)
-// run in a single atomic round trip, so a like is stored and announced exactly once, and a client
-// that retries after a timeout or a 503 can never count twice.
+// Changes are stored by one Lua script (dedup keys, the count, a per-post version, PUBLISH) run in
+// a single atomic round trip, so a like is stored and announced exactly once, and a client that
+// retries after a timeout or a 503 can never count twice. Likes and unlikes of a post that arrive
+// while a call for that post is in flight are coalesced into its next call (BATCH_SIZE,
+// BATCH_WINDOW): one script call and one publish for many likes of a viral post, while a like of a
+// quiet post goes at once.
 //
 // Identity: without AUTH_JWT_SECRET or AUTH_JWKS_URL the writer trusts the X-User-ID header, so it
 // must sit behind a gateway that authenticates users and sets that header, and must never be

@@ -36,7 +36,16 @@ func startWriter(t *testing.T, redisSrv *redistest.Server, flags ...string) *tes
 	if redisSrv == nil {
 		redisSrv = redistest.Start(t)
 	}
-	args := append([]string{"writer-svc", "--redis-url", redisSrv.URL, "--listen", "127.0.0.1:0"}, flags...)
+	w := serveWriter(t, append([]string{"--redis-url", redisSrv.URL}, flags...)...)
+	w.Redis, w.RDB = redisSrv, redisSrv.Client(t)
+	return w
+}
+
+// serveWriter builds a writer from flags, which name its Redis, and serves it on loopback. The
+// caller sets Redis and RDB.
+func serveWriter(t *testing.T, flags ...string) *testWriter {
+	t.Helper()
+	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0"}, flags...)
 	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +64,7 @@ func startWriter(t *testing.T, redisSrv *redistest.Server, flags ...string) *tes
 	t.Cleanup(ts.Close)
 	client := &http.Client{Timeout: 10 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
-	return &testWriter{URL: ts.URL, Redis: redisSrv, RDB: redisSrv.Client(t), Client: client}
+	return &testWriter{URL: ts.URL, Client: client}
 }
 
 // reply is a response with its decoded JSON body.

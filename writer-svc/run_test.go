@@ -153,7 +153,8 @@ func TestRunHelp(t *testing.T) {
 	}
 	for _, want := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_CLUSTER_ADDRS", "REDIS_PREFIX", "LOG_LEVEL",
 		"REQUEST_TIMEOUT", "CORS_ORIGINS", "LIKE_RATE", "AUTH_JWT_SECRET", "AUTH_JWKS_URL", "X-User-ID", "gateway",
-		"READ_HEADER_TIMEOUT", "READ_TIMEOUT", "WRITE_TIMEOUT", "IDLE_TIMEOUT", "MAX_HEADER_BYTES", "SHUTDOWN_TIMEOUT"} {
+		"READ_HEADER_TIMEOUT", "READ_TIMEOUT", "WRITE_TIMEOUT", "IDLE_TIMEOUT", "MAX_HEADER_BYTES", "SHUTDOWN_TIMEOUT",
+		"BATCH_WINDOW", "BATCH_SIZE"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %s", want)
 		}
@@ -174,6 +175,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"jwks url not http", nil, map[string]string{"AUTH_JWKS_URL": "ftp://idp/keys"}, "jwks url"},
 		{"malformed env duration", nil, map[string]string{"REQUEST_TIMEOUT": "soon"}, "REQUEST_TIMEOUT"},
 		{"unknown flag", []string{"--nope"}, nil, "nope"},
+		{"zero batch size", nil, map[string]string{"BATCH_SIZE": "0"}, "batch size"},
+		{"batch size beyond the script's", []string{"--batch-size", "1001"}, nil, "batch size"},
+		{"negative batch window", []string{"--batch-window", "-1ms"}, nil, "batch window"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,6 +40,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.metrics.AuthFailure.Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		serve.Error(w, http.StatusUnauthorized, err.Error())
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrClosed):
+		// Counted (QueueFull) where it happens, not logged: a storm would log every refusal.
+		serve.Unavailable(w, retryAfterUnavailable, err.Error())
 	case errors.As(err, &limited):
 		h.metrics.RateLimited.Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(limited.retryAfter)))

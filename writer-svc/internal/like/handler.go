@@ -26,6 +26,7 @@ type Limiter interface {
 // Handler serves the like API.
 type Handler struct {
 	store    *Store
+	changes  *Coalescer
 	identify auth.Identifier
 	limit    Limiter
 	metrics  *Metrics
@@ -35,7 +36,8 @@ type Handler struct {
 
 // Options are a Handler's dependencies. Limit may be nil (no rate limit).
 type Options struct {
-	Store    *Store
+	Store    *Store     // counts
+	Changes  *Coalescer // likes and unlikes, batched per post
 	Identify auth.Identifier
 	Limit    Limiter
 	Metrics  *Metrics
@@ -46,7 +48,7 @@ type Options struct {
 
 // NewHandler returns a Handler.
 func NewHandler(o Options) *Handler {
-	return &Handler{store: o.Store, identify: o.Identify, limit: o.Limit, metrics: o.Metrics, log: o.Log, timeout: o.Timeout}
+	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, metrics: o.Metrics, log: o.Log, timeout: o.Timeout}
 }
 
 // Routes mounts the like API on r.
@@ -93,12 +95,12 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 // apply stores the change; only likes pass the rate limit.
 func (h *Handler) apply(ctx context.Context, op, post, user string) (Result, error) {
 	if op == opUnlike {
-		return h.store.Unlike(ctx, post, user)
+		return h.changes.Unlike(ctx, post, user)
 	}
 	if err := h.allow(ctx, user); err != nil {
 		return Result{}, err
 	}
-	return h.store.Like(ctx, post, user)
+	return h.changes.Like(ctx, post, user)
 }
 
 func (h *Handler) count(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,8 @@ type Metrics struct {
 	RateLimited prometheus.Counter
 	AuthFailure prometheus.Counter
 	RedisErrors prometheus.Counter
+	QueueFull   prometheus.Counter
+	BatchSize   prometheus.Histogram
 }
 
 // NewMetrics registers the like metrics in reg under namespace.
@@ -30,20 +32,38 @@ func NewMetrics(reg prometheus.Registerer, namespace string) *Metrics {
 		RateLimited: counter("rate_limited_total", "Likes refused with 429 by the per-user rate limit."),
 		AuthFailure: counter("auth_failures_total", "Requests refused with 401."),
 		RedisErrors: counter("redis_errors_total", "Requests answered 503 because Redis failed or timed out."),
+		QueueFull:   counter("queue_full_total", "Likes and unlikes answered 503 because their post already had a full queue."),
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "batch_size", Help: "Likes and unlikes per script call.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1024
+		}),
 	}
-	reg.MustRegister(m.Likes, m.Unlikes, m.Duplicates, m.Publishes, m.RateLimited, m.AuthFailure, m.RedisErrors)
+	reg.MustRegister(m.Likes, m.Unlikes, m.Duplicates, m.Publishes, m.RateLimited, m.AuthFailure, m.RedisErrors,
+		m.QueueFull, m.BatchSize)
 	return m
 }
 
+// record counts what one request changed.
 func (m *Metrics) record(op string, r Result) {
 	if !r.Changed {
 		m.Duplicates.WithLabelValues(op).Inc()
 		return
 	}
-	m.Publishes.Inc()
 	if op == opLike {
 		m.Likes.Inc()
 	} else {
 		m.Unlikes.Inc()
+	}
+}
+
+// batch counts one script call of size changes and its publish: the script publishes once when
+// any of its changes changed something. res is nil when the call failed.
+func (m *Metrics) batch(res []Result, size int) {
+	m.BatchSize.Observe(float64(size))
+	for _, r := range res {
+		if r.Changed {
+			m.Publishes.Inc()
+			return
+		}
 	}
 }

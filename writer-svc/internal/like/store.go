@@ -17,6 +17,12 @@ type Result struct {
 	Changed bool  // false for a repeated like or an unlike of a post not liked
 }
 
+// Change is one like, or with Unlike one unlike, of a post by User.
+type Change struct {
+	User   string
+	Unlike bool
+}
+
 // Store keeps likes in Redis.
 type Store struct {
 	rdb     redis.UniversalClient
@@ -34,13 +40,11 @@ func NewStore(rdb redis.UniversalClient, keys rediskeys.Scheme, cluster bool) *S
 	return &Store{rdb: rdb, keys: keys, publish: publish}
 }
 
-// Load puts the scripts in Redis' script cache, so requests run them with EVALSHA. After a Redis
-// restart empties the cache, go-redis falls back to EVAL once per script, which reloads it.
+// Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis
+// restart empties the cache, go-redis falls back to EVAL once, which reloads it.
 func (s *Store) Load(ctx context.Context) error {
-	for _, sc := range []*redis.Script{likeScript, unlikeScript} {
-		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
-			return fmt.Errorf("load like script: %w", err)
-		}
+	if err := changeScript.Load(ctx, s.rdb).Err(); err != nil {
+		return fmt.Errorf("load like script: %w", err)
 	}
 	return nil
 }
@@ -52,12 +56,54 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Like records that user likes post, once.
 func (s *Store) Like(ctx context.Context, post, user string) (Result, error) {
-	return s.run(ctx, likeScript, post, user)
+	return s.one(ctx, post, Change{User: user})
 }
 
 // Unlike removes user's like of post, if any.
 func (s *Store) Unlike(ctx context.Context, post, user string) (Result, error) {
-	return s.run(ctx, unlikeScript, post, user)
+	return s.one(ctx, post, Change{User: user, Unlike: true})
+}
+
+func (s *Store) one(ctx context.Context, post string, c Change) (Result, error) {
+	res, err := s.Apply(ctx, post, []Change{c})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// Apply stores changes of post in one atomic script call, in their order, and returns each
+// one's result: the same results as applying them one by one, with one version bump and one
+// publish of the final count for the whole batch (none if nothing changed). A user repeated in
+// changes is counted once. On error none of the results is known: the batch either was stored
+// whole or not at all.
+func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Result, error) {
+	n := len(changes)
+	if n == 0 || n > MaxBatch {
+		return nil, fmt.Errorf("like script: %d changes; want 1 to %d", n, MaxBatch)
+	}
+	keys := make([]string, 3, 3+n)
+	keys[0], keys[1], keys[2] = s.keys.Count(post), s.keys.Version(post), s.keys.Channel(post)
+	ops := make([]byte, n)
+	for i, c := range changes {
+		keys = append(keys, s.keys.User(post, c.User))
+		ops[i] = 'L'
+		if c.Unlike {
+			ops[i] = 'U'
+		}
+	}
+	vals, err := changeScript.Run(ctx, s.rdb, keys, post, s.publish, ops).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("like script: %w", err)
+	}
+	if len(vals) != 2*n {
+		return nil, fmt.Errorf("like script: got %d values; want %d", len(vals), 2*n)
+	}
+	res := make([]Result, n)
+	for i := range res {
+		res[i] = Result{Count: vals[2*i], Changed: vals[2*i+1] == 1}
+	}
+	return res, nil
 }
 
 // Count returns post's like count, 0 for a post never liked.
@@ -70,16 +116,4 @@ func (s *Store) Count(ctx context.Context, post string) (int64, error) {
 		return 0, fmt.Errorf("get count: %w", err)
 	}
 	return n, nil
-}
-
-func (s *Store) run(ctx context.Context, sc *redis.Script, post, user string) (Result, error) {
-	keys := []string{s.keys.User(post, user), s.keys.Count(post), s.keys.Version(post), s.keys.Channel(post)}
-	vals, err := sc.Run(ctx, s.rdb, keys, post, s.publish).Int64Slice()
-	if err != nil {
-		return Result{}, fmt.Errorf("like script: %w", err)
-	}
-	if len(vals) != 2 {
-		return Result{}, fmt.Errorf("like script: got %d values; want 2", len(vals))
-	}
-	return Result{Count: vals[0], Changed: vals[1] == 1}, nil
 }

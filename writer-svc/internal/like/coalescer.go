@@ -1,0 +1,247 @@
+package like
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// ErrBusy is returned for a change refused because its post already has a full queue: Redis is
+// not keeping up with that post, and the client should retry later.
+var ErrBusy = errors.New("too many likes of this post in flight")
+
+// ErrClosed is returned for a change submitted after Close.
+var ErrClosed = errors.New("like coalescer closed")
+
+// BatchOptions tune a Coalescer.
+type BatchOptions struct {
+	// Window is how long a batch that formed behind a call in flight may wait for more changes
+	// once that call returns, counted from its oldest change; 0 sends it as soon as the call
+	// returns. A change that finds its post quiet never waits.
+	Window time.Duration
+	// Size is the most changes in one script call, 1 to MaxBatch.
+	Size int
+	// Queue is the most changes waiting per post behind the call in flight; beyond, ErrBusy.
+	// 0 means 4 x Size.
+	Queue int
+	// Timeout bounds one call's Redis work.
+	Timeout time.Duration
+}
+
+// Coalescer turns the likes and unlikes of each post into as few script calls as it can, by
+// group commit: a change that finds its post quiet is sent at once, alone; changes that arrive
+// while a call for their post is in flight wait, in order, and go together in the next call.
+// Batches form only when a post is busy, so they cost a quiet post nothing, and grow with load,
+// which is what lets one Redis shard absorb a viral post. Each change still gets its own result,
+// exactly as if it had run alone at its place in the batch.
+//
+// Each busy post has one flusher goroutine, so a post has at most one call in flight per writer
+// and its batches reach Redis in arrival order. Posts are spread over striped locks, never held
+// across Redis I/O; the calls run on the Coalescer's own context, never on a request's, so a
+// request that gives up does not fail the others in its batch.
+type Coalescer struct {
+	store   *Store
+	o       BatchOptions
+	metrics *Metrics
+	seed    maphash.Seed
+	wg      sync.WaitGroup // one per flusher
+	shards  [shardCount]postShard
+}
+
+// shardCount stripes the posts' queues over this many locks.
+const shardCount = 64
+
+type postShard struct {
+	mu     sync.Mutex
+	closed bool
+	posts  map[string]*postQueue
+}
+
+// postQueue is a busy post: it exists from the change that found the post quiet until its
+// flusher finds nothing left to send, and only its flusher removes it.
+type postQueue struct {
+	waiting []*pending
+	full    chan struct{} // 1-buffered: the queue holds a full batch while the flusher lingers
+}
+
+// pending is one request's change, waiting for its batch.
+type pending struct {
+	ctx    context.Context // the request's: a change whose request gave up is not sent
+	change Change
+	at     time.Time
+	done   chan outcome // 1-buffered, so the flusher never blocks on a request that left
+}
+
+type outcome struct {
+	res Result
+	err error
+}
+
+// NewCoalescer returns a Coalescer that stores changes in store. Close it to stop.
+func NewCoalescer(store *Store, o BatchOptions, m *Metrics) *Coalescer {
+	if o.Queue <= 0 {
+		o.Queue = 4 * o.Size
+	}
+	c := &Coalescer{store: store, o: o, metrics: m, seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].posts = make(map[string]*postQueue)
+	}
+	return c
+}
+
+// Like records that user likes post, once.
+func (c *Coalescer) Like(ctx context.Context, post, user string) (Result, error) {
+	return c.submit(ctx, post, Change{User: user})
+}
+
+// Unlike removes user's like of post, if any.
+func (c *Coalescer) Unlike(ctx context.Context, post, user string) (Result, error) {
+	return c.submit(ctx, post, Change{User: user, Unlike: true})
+}
+
+// Close refuses new changes and waits until every batch already queued has been sent and
+// answered (each call is bounded by the Timeout option).
+func (c *Coalescer) Close() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+	}
+	c.wg.Wait()
+}
+
+// submit queues one change and waits for its result or for ctx. A request that gives up first
+// gets ctx's error (a 503), whether or not its batch is then stored: it never gets a 200 for a
+// change that might not be stored, and a retry is idempotent.
+func (c *Coalescer) submit(ctx context.Context, post string, ch Change) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	p := &pending{ctx: ctx, change: ch, at: time.Now(), done: make(chan outcome, 1)}
+	if err := c.enqueue(post, p); err != nil {
+		return Result{}, err
+	}
+	select {
+	case o := <-p.done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("wait for like batch: %w", ctx.Err())
+	}
+}
+
+func (c *Coalescer) enqueue(post string, p *pending) error {
+	s := &c.shards[maphash.String(c.seed, post)%shardCount]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	q := s.posts[post]
+	if q == nil {
+		q = &postQueue{waiting: []*pending{p}, full: make(chan struct{}, 1)}
+		s.posts[post] = q
+		// Added under the shard's lock, which Close takes before it waits: no Add after Wait.
+		c.wg.Add(1)
+		go c.flush(s, post, q) // exits when the post's queue is empty
+		return nil
+	}
+	if len(q.waiting) >= c.o.Queue {
+		c.metrics.QueueFull.Inc()
+		return ErrBusy
+	}
+	q.waiting = append(q.waiting, p)
+	if len(q.waiting) == c.o.Size {
+		select {
+		case q.full <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// flush sends post's batches one call at a time until its queue is empty. The first batch is the
+// change that found the post quiet, sent at once; later ones may linger up to the window.
+func (c *Coalescer) flush(s *postShard, post string, q *postQueue) {
+	defer c.wg.Done()
+	for linger := false; ; linger = true {
+		batch := c.next(s, post, q, linger)
+		if batch == nil {
+			return
+		}
+		c.send(post, batch)
+	}
+}
+
+// next takes the next batch off q, or removes q and returns nil when nothing is left to send.
+// Changes whose requests already gave up (answered 503) are dropped instead of sent.
+func (c *Coalescer) next(s *postShard, post string, q *postQueue, linger bool) []*pending {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if linger && c.o.Window > 0 && len(q.waiting) > 0 && len(q.waiting) < c.o.Size {
+		if wait := c.o.Window - time.Since(q.waiting[0].at); wait > 0 {
+			s.mu.Unlock()
+			c.linger(wait, q.full)
+			s.mu.Lock()
+		}
+	}
+	for len(q.waiting) > 0 {
+		batch := make([]*pending, 0, min(len(q.waiting), c.o.Size))
+		taken := 0
+		for _, p := range q.waiting {
+			if len(batch) == c.o.Size {
+				break
+			}
+			taken++
+			if p.ctx.Err() == nil {
+				batch = append(batch, p)
+			}
+		}
+		left := copy(q.waiting, q.waiting[taken:])
+		clear(q.waiting[left:]) // the taken changes belong to the batch now
+		q.waiting = q.waiting[:left]
+		select {
+		case <-q.full: // a stale signal from the batch just taken
+		default:
+		}
+		if len(batch) > 0 {
+			return batch
+		}
+	}
+	delete(s.posts, post)
+	return nil
+}
+
+// linger waits for d or until the queue holds a full batch.
+func (c *Coalescer) linger(d time.Duration, full <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-full:
+	}
+}
+
+// send runs one batch and answers each of its changes. A failed call fails every change in it:
+// the script is atomic, so either all of them were stored or none.
+func (c *Coalescer) send(post string, batch []*pending) {
+	changes := make([]Change, len(batch))
+	for i, p := range batch {
+		changes[i] = p.change
+	}
+	// The batch belongs to no single request: it runs under the Coalescer's own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
+	res, err := c.store.Apply(ctx, post, changes)
+	cancel()
+	c.metrics.batch(res, len(batch))
+	for i, p := range batch {
+		if err != nil {
+			p.done <- outcome{err: err}
+			continue
+		}
+		p.done <- outcome{res: res[i]}
+	}
+}

@@ -1,0 +1,387 @@
+package like
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/update"
+)
+
+// TestApplyIsOneByOne: a batch with repeats, likes and unlikes of the same users gives each
+// change the result it would have had alone, in order; it is stored and published once.
+func TestApplyIsOneByOne(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	msgs := subscribe(t, rdb, keys.Channel("p"))
+	L := func(u string) Change { return Change{User: u} }
+	U := func(u string) Change { return Change{User: u, Unlike: true} }
+	steps := []struct {
+		give Change
+		want Result
+	}{
+		{L("a"), Result{1, true}},
+		{L("a"), Result{1, false}},
+		{U("a"), Result{0, true}},
+		{U("a"), Result{0, false}},
+		{L("a"), Result{1, true}},
+		{L("b"), Result{2, true}},
+		{U("c"), Result{2, false}},
+		{L("c"), Result{3, true}},
+		{U("b"), Result{2, true}},
+	}
+	batch := make([]Change, len(steps))
+	for i, st := range steps {
+		batch[i] = st.give
+	}
+	got, err := s.Apply(ctx, "p", batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range steps {
+		if got[i] != st.want {
+			t.Errorf("change %d %+v: got %+v; want %+v", i, st.give, got[i], st.want)
+		}
+	}
+	for user, want := range map[string]int64{"a": 1, "b": 0, "c": 1} {
+		if n := rdb.Exists(ctx, keys.User("p", user)).Val(); n != want {
+			t.Errorf("dedup key of %s: exists %d; want %d", user, n, want)
+		}
+	}
+	u, err := update.Parse([]byte(receive(t, msgs).Payload))
+	if err != nil || u.Count != 2 {
+		t.Fatalf("published %+v, %v; want one update with the final count 2", u, err)
+	}
+	if ver, _ := rdb.Get(ctx, keys.Version("p")).Int64(); ver != u.TS {
+		t.Errorf("version %d; want the published ts %d (one bump per batch)", ver, u.TS)
+	}
+
+	// A batch that changes nothing writes and publishes nothing; the next change's update is
+	// the next message.
+	if got, err := s.Apply(ctx, "p", []Change{L("a"), U("zz"), L("c")}); err != nil || got[0] != (Result{2, false}) || got[2] != (Result{2, false}) {
+		t.Fatalf("batch of repeats: %+v, %v; want count 2 unchanged", got, err)
+	}
+	if ver, _ := rdb.Get(ctx, keys.Version("p")).Int64(); ver != u.TS {
+		t.Errorf("version %d after a batch of repeats; want %d unchanged", ver, u.TS)
+	}
+	if _, err := s.Like(ctx, "p", "d"); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := update.Parse([]byte(receive(t, msgs).Payload)); next.Count != 3 || next.TS <= u.TS {
+		t.Errorf("next update %+v; want count 3 after ts %d", next, u.TS)
+	}
+}
+
+// TestApplyLargestBatch: MaxBatch changes fit in one call (Lua's unpack limit), one more is
+// refused before anything is written.
+func TestApplyLargestBatch(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	batch := make([]Change, MaxBatch)
+	for i := range batch {
+		batch[i] = Change{User: "u" + strconv.Itoa(i)}
+	}
+	got, err := s.Apply(ctx, "p", batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[MaxBatch-1] != (Result{MaxBatch, true}) {
+		t.Errorf("last like: %+v; want count %d changed", got[MaxBatch-1], MaxBatch)
+	}
+	for i := range batch {
+		batch[i].Unlike = true
+	}
+	if got, err := s.Apply(ctx, "p", batch); err != nil || got[MaxBatch-1] != (Result{0, true}) {
+		t.Fatalf("unlike all: last %+v, %v; want count 0 changed", got[len(got)-1], err)
+	}
+	if n := countKeys(t, rdb, keys.User("p", "*")); n != 0 {
+		t.Errorf("%d dedup keys after unliking all; want 0", n)
+	}
+	if _, err := s.Apply(ctx, "p", append(batch, Change{User: "one-more"})); err == nil {
+		t.Error("a batch of MaxBatch+1: got nil error")
+	}
+	if n := rdb.Exists(ctx, keys.User("p", "one-more")).Val(); n != 0 {
+		t.Error("a refused batch wrote a dedup key")
+	}
+}
+
+// TestQuietPostNeverWaits: with a window of an hour, a like of a quiet post is sent at once,
+// and so is the next one once the first has been answered.
+func TestQuietPostNeverWaits(t *testing.T) {
+	c, _, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 10})
+	for i, want := range []int64{1, 2} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := c.Like(ctx, "quiet", "u"+strconv.Itoa(i))
+		cancel()
+		if err != nil || res != (Result{want, true}) {
+			t.Fatalf("like %d: %+v, %v; want count %d at once, not after the window", i, res, err, want)
+		}
+	}
+}
+
+// TestLikesBehindACallGoTogether holds the first call of a post in Redis (CLIENT PAUSE) and
+// queues more likes behind it: they go in batches of at most Size, each change answered with its
+// own count, a full batch without waiting for the window.
+func TestLikesBehindACallGoTogether(t *testing.T) {
+	tests := []struct {
+		name      string
+		give      BatchOptions
+		queued    int
+		wantCalls int64
+	}{
+		{"full batch skips the window", BatchOptions{Window: time.Hour, Size: 4}, 4, 2},
+		{"batches of at most size", BatchOptions{Size: 2}, 5, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, srv, m := newCoalescer(t, tt.give)
+			calls := scriptCalls(t, srv)
+			hold(t, srv)
+			results := make(chan Result, 1+tt.queued)
+			like := func(user string) {
+				res, err := c.Like(context.Background(), "hot", user)
+				if err != nil {
+					t.Errorf("like %s: %v", user, err)
+				}
+				results <- res
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { like("first") })
+			waitScriptHeld(t, srv)
+			for i := range tt.queued {
+				wg.Go(func() { like("q" + strconv.Itoa(i)) })
+			}
+			waitFor(t, 10*time.Second, "likes queued behind the call", func() bool { return c.waiting("hot") == tt.queued })
+			release(t, srv)
+			wg.Wait()
+			close(results)
+			seen := map[int64]bool{}
+			for res := range results {
+				if !res.Changed || seen[res.Count] {
+					t.Errorf("result %+v: want a new count", res)
+				}
+				seen[res.Count] = true
+			}
+			for n := int64(1); n <= int64(1+tt.queued); n++ {
+				if !seen[n] {
+					t.Errorf("no like answered count %d", n)
+				}
+			}
+			if got := scriptCalls(t, srv) - calls; got != tt.wantCalls {
+				t.Errorf("%d script calls; want %d", got, tt.wantCalls)
+			}
+			if n, sum := histogram(t, m.BatchSize); n != uint64(tt.wantCalls) || sum != float64(1+tt.queued) {
+				t.Errorf("batch size histogram: %d batches, %v changes; want %d and %d", n, sum, tt.wantCalls, 1+tt.queued)
+			}
+		})
+	}
+}
+
+// TestFullQueueIsRefused: beyond Queue changes waiting, a post's likes get ErrBusy at once;
+// the queued ones are still stored.
+func TestFullQueueIsRefused(t *testing.T) {
+	c, srv, m := newCoalescer(t, BatchOptions{Size: 1, Queue: 2})
+	hold(t, srv)
+	var wg sync.WaitGroup
+	like := func(user string) {
+		if _, err := c.Like(context.Background(), "hot", user); err != nil {
+			t.Errorf("like %s: %v", user, err)
+		}
+	}
+	wg.Go(func() { like("first") })
+	waitScriptHeld(t, srv)
+	wg.Go(func() { like("q1") })
+	wg.Go(func() { like("q2") })
+	waitFor(t, 10*time.Second, "two likes queued", func() bool { return c.waiting("hot") == 2 })
+	if _, err := c.Like(context.Background(), "hot", "q3"); !errors.Is(err, ErrBusy) {
+		t.Errorf("like beyond the queue: %v; want ErrBusy", err)
+	}
+	if got := counter(t, m.QueueFull); got != 1 {
+		t.Errorf("queue full counter %v; want 1", got)
+	}
+	release(t, srv)
+	wg.Wait()
+	if n, err := c.store.Count(context.Background(), "hot"); err != nil || n != 3 {
+		t.Errorf("count %d, %v; want 3", n, err)
+	}
+}
+
+// TestRequestThatGivesUp: requests whose contexts end while their like is in Redis or queued
+// get the context's error at once. The call in flight still completes (the like is stored: a
+// 503 for a stored like is safe, a retry is idempotent); the queued one is not sent at all.
+func TestRequestThatGivesUp(t *testing.T) {
+	c, srv, _ := newCoalescer(t, BatchOptions{Size: 10})
+	hold(t, srv)
+	inFlight, cancelInFlight := context.WithCancel(context.Background())
+	queued, cancelQueued := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, err := c.Like(inFlight, "p", "in-flight"); errs <- err })
+	waitScriptHeld(t, srv)
+	wg.Go(func() { _, err := c.Like(queued, "p", "queued"); errs <- err })
+	waitFor(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
+	cancelInFlight()
+	cancelQueued()
+	wg.Wait() // both answered while Redis still holds the call
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("like whose request gave up: %v; want context.Canceled", err)
+		}
+	}
+	release(t, srv)
+	c.Close() // waits for the held batch
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	if n := rdb.Exists(ctx, keys.User("p", "in-flight")).Val(); n != 1 {
+		t.Error("the like in flight when its request gave up was not stored")
+	}
+	if n := rdb.Exists(ctx, keys.User("p", "queued")).Val(); n != 0 {
+		t.Error("a queued like whose request had given up was sent")
+	}
+}
+
+// TestCloseWaitsForBatches: Close refuses new changes and returns only after the batch in
+// flight has been answered.
+func TestCloseWaitsForBatches(t *testing.T) {
+	c, srv, _ := newCoalescer(t, BatchOptions{Size: 10})
+	hold(t, srv)
+	answered := make(chan error, 1)
+	go func() { // exits when the like is answered
+		_, err := c.Like(context.Background(), "p", "u")
+		answered <- err
+	}()
+	waitScriptHeld(t, srv)
+	closed := make(chan struct{})
+	go func() { // exits when Close returns
+		c.Close()
+		close(closed)
+	}()
+	waitFor(t, 10*time.Second, "Close refusing changes", c.refusing)
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a batch was in flight")
+	case err := <-answered:
+		t.Fatalf("like answered (%v) while Redis held it", err)
+	default:
+	}
+	if _, err := c.Like(context.Background(), "p", "late"); !errors.Is(err, ErrClosed) {
+		t.Errorf("like after Close: %v; want ErrClosed", err)
+	}
+	release(t, srv)
+	if err := <-answered; err != nil {
+		t.Errorf("like in flight at Close: %v; want stored", err)
+	}
+	<-closed
+}
+
+// newCoalescer returns a Coalescer on a fresh Redis, closed when the test ends.
+func newCoalescer(t *testing.T, o BatchOptions) (*Coalescer, *redistest.Server, *Metrics) {
+	t.Helper()
+	srv := redistest.Start(t)
+	s := NewStore(srv.Client(t), keys, false)
+	if err := s.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	m := NewMetrics(prometheus.NewRegistry(), "test")
+	c := NewCoalescer(s, o, m)
+	t.Cleanup(c.Close)
+	return c, srv, m
+}
+
+// waiting returns how many changes of post are queued behind its call in flight.
+func (c *Coalescer) waiting(post string) int {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		q := s.posts[post]
+		n := 0
+		if q != nil {
+			n = len(q.waiting)
+		}
+		s.mu.Unlock()
+		if n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// refusing reports whether Close has begun.
+func (c *Coalescer) refusing() bool {
+	s := &c.shards[shardCount-1]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// hold makes Redis hold every script call (CLIENT PAUSE WRITE) until release or the test's end.
+func hold(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	if _, err := srv.Do("CLIENT", "PAUSE", 60000, "WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = srv.Do("CLIENT", "UNPAUSE") })
+}
+
+func release(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	if _, err := srv.Do("CLIENT", "UNPAUSE"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitScriptHeld waits until a script call is blocked by the pause.
+func waitScriptHeld(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "a script call held by CLIENT PAUSE", func() bool {
+		list, err := srv.Do("CLIENT", "LIST")
+		s, _ := list.(string)
+		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
+	})
+}
+
+// scriptCalls returns how many EVALSHA calls Redis has run.
+func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := info.(string)
+	_, rest, ok := strings.Cut(s, "cmdstat_evalsha:calls=")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+	return n
+}
+
+func histogram(t *testing.T, h prometheus.Histogram) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+func counter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
