@@ -3,14 +3,29 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 FUZZTIME ?= 5s
+# golangci-lint is pinned here and installed through the Go module proxy into TOOLS, once per
+# version (`make clean` keeps it: building it takes minutes).
+GOLANGCI_LINT_VERSION := v2.15.0
+TOOLS := .tools
+GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: build test test-short fuzz vet run ramp soak clean
+.PHONY: build test test-short fuzz vet lint run ramp soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen
 
 vet:
 	$(GO) vet ./...
+
+# lint: golangci-lint with .golangci.yml (the default linters and a few that find real bugs).
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS))/install $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(TOOLS)/install/golangci-lint $@
+	rmdir $(TOOLS)/install
 
 # test: vet, the race-enabled suite (real redis-server, real sockets, real browser), then a brief
 # run of every fuzz target. The e2e package runs alone, after the others: its latency and
