@@ -126,7 +126,7 @@ func trickleUntilClosed(c net.Conn, head string, limit time.Duration) time.Durat
 		_ = c.SetReadDeadline(time.Now().Add(time.Second))
 		_, err := c.Read(buf)
 		var ne net.Error
-		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+		if err != nil && (!errors.As(err, &ne) || !ne.Timeout()) {
 			return time.Since(start) // EOF or reset: the server closed it
 		}
 	}

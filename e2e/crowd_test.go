@@ -191,7 +191,7 @@ func noRaceBin(t testing.TB, name string) string {
 		cmd := exec.Command("go", "build", "-o", dir+"/", "./fanout-svc", "./e2e/testdata/crowd")
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
-			noRaceErr = fmt.Errorf("%v: %s", err, out)
+			noRaceErr = fmt.Errorf("%w: %s", err, out)
 		}
 	})
 	if noRaceErr != nil {

@@ -49,7 +49,7 @@ func buildBinaries(dir string) error {
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
+		return fmt.Errorf("%w: %s", err, out)
 	}
 	return nil
 }

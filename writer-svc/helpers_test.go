@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -110,7 +111,7 @@ func (w *testWriter) like(t *testing.T, post, user string) reply {
 func (w *testWriter) count(t *testing.T, post string) int64 {
 	t.Helper()
 	n, err := w.RDB.Get(context.Background(), keys.Count(post)).Int64()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
 	return n

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +45,7 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
 		startService(t, logs, writerBin, append(env, "LISTEN_ADDR="+ip+":"+writerPort)...)
 	}
-	fanoutEnv := append(env, "DRAIN_WINDOW=1s", "SHUTDOWN_TIMEOUT=2s")
+	fanoutEnv := slices.Concat(env, []string{"DRAIN_WINDOW=1s", "SHUTDOWN_TIMEOUT=2s"})
 	nodeA := startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.4:"+fanoutPort)...)
 	startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.5:"+fanoutPort)...)
 
@@ -191,7 +192,7 @@ func startService(t *testing.T, logDir, bin string, args ...string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, argv...)
-	cmd.Env = append(env, "PATH="+os.Getenv("PATH"))
+	cmd.Env = slices.Concat(env, []string{"PATH=" + os.Getenv("PATH")})
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -65,17 +64,18 @@ func buildProgram(t *testing.T, name string) string {
 	programsMu.Unlock()
 	p.once.Do(func() {
 		if _, err := os.Stat(filepath.Join(repoRoot, name, "main.go")); err != nil {
-			p.err = fmt.Errorf("%s/main.go missing: the program is not written yet (%v)", name, err)
+			p.err = fmt.Errorf("%s/main.go missing: the program is not written yet (%w)", name, err)
 			return
 		}
 		out := filepath.Join(binDir, filepath.Base(name))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./"+name)
+		// go test puts its own toolchain first on PATH, so "go" is the go running this test.
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./"+name)
 		cmd.Dir = repoRoot
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if msg, err := cmd.CombinedOutput(); err != nil {
-			p.err = fmt.Errorf("go build ./%s: %v\n%s", name, err, msg)
+			p.err = fmt.Errorf("go build ./%s: %w\n%s", name, err, msg)
 			return
 		}
 		p.path = out
@@ -84,11 +84,6 @@ func buildProgram(t *testing.T, name string) string {
 		t.Fatal(p.err)
 	}
 	return p.path
-}
-
-// goTool is the go command of the toolchain running this test.
-func goTool() string {
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 // helpText runs the program with args followed by --help and returns what it printed. Programs

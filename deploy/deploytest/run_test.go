@@ -179,7 +179,8 @@ func interruptAndWait(t *testing.T, cmd *exec.Cmd, exited <-chan error, stderr *
 		t.Fatal(err)
 	}
 	select {
-	case <-exited:
+	case err := <-exited:
+		t.Logf("run.sh exited after %v: %v", sig, err)
 	case <-time.After(45 * time.Second):
 		t.Fatalf("run.sh did not stop within 45s of %v; stderr:\n%s", sig, stderr.String())
 	}

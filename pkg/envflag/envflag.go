@@ -42,7 +42,7 @@ func usage(text, env string) string {
 }
 
 func (s *Set) bad(env, v string, err error) {
-	s.errs = append(s.errs, fmt.Errorf("environment %s=%q: %v", env, v, err))
+	s.errs = append(s.errs, fmt.Errorf("environment %s=%q: %w", env, v, err))
 }
 
 // String defines a string flag.

@@ -24,11 +24,16 @@ func ValidPostID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !isIDByte(c) {
 			return ErrPostID
 		}
 	}
 	return nil
+}
+
+// isIDByte reports whether c may appear in a post id: A-Z a-z 0-9 _ -.
+func isIDByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // ValidUserID reports whether id is 1-128 printable ASCII characters without spaces or colons.

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -80,7 +81,7 @@ func TestDecodeCRLFAndMultilineData(t *testing.T) {
 func TestDecodeLineTooLong(t *testing.T) {
 	var d Decoder
 	err := d.Feed(bytes.Repeat([]byte("x"), MaxLine+1), func(*Event) {})
-	if err != ErrLineTooLong {
+	if !errors.Is(err, ErrLineTooLong) {
 		t.Errorf("got %v; want ErrLineTooLong", err)
 	}
 }

@@ -213,7 +213,7 @@ func TestFeedSteadyStateDoesNotAllocate(t *testing.T) {
 }
 
 func FuzzFeed(f *testing.F) {
-	f.Add([]byte(plainHead), []byte(frames(3)), uint8(5))
+	f.Add([]byte(plainHead), frames(3), uint8(5))
 	f.Add([]byte(chunkedHead), chunk(frames(3), 10), uint8(1))
 	f.Fuzz(func(t *testing.T, head, body []byte, cut uint8) {
 		raw := append(append([]byte{}, head...), body...)

@@ -49,8 +49,11 @@ func resolve(ctx context.Context, u *url.URL) (netip.AddrPort, error) {
 		port = "80"
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("resolve %s: %v", u.Host, err)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("resolve %s: %w", u.Host, err)
+	}
+	if len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("resolve %s: no address", u.Host)
 	}
 	ip := ips[0]
 	for _, a := range ips {

@@ -86,10 +86,10 @@ func (t *Token) Verify(ctx context.Context, raw string) (string, error) {
 		return t.key(ctx, tok)
 	})
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return "", fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	if err := ids.ValidUserID(claims.Subject); err != nil {
-		return "", fmt.Errorf("%w: token subject: %v", ErrUnauthenticated, err)
+		return "", fmt.Errorf("%w: token subject: %w", ErrUnauthenticated, err)
 	}
 	return claims.Subject, nil
 }
