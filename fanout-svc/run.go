@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}()
 	go func() { // exits when stopRelay is called, after the hub is closed
 		defer wg.Done()
-		_ = rel.Run(relayCtx, h)
+		rel.Run(relayCtx, h)
 	}()
 	defer func() {
 		h.Close()

@@ -30,17 +30,17 @@ type clusterBus struct {
 	client *redis.ClusterClient
 	topo   *topology
 
-	// slotMu serialises the commands for one slot's channels (subscribe, unsubscribe, move), so
-	// that an UNSUBSCRIBE can never overtake a later SUBSCRIBE of the same channel on the wire.
-	// A slot's channels always travel together, and only commands to that slot's node wait.
-	slotMu [slotCount]sync.Mutex
-
+	// mu guards the maps below; it is never held across a Redis call. No lock is held across
+	// SSUBSCRIBE or CLUSTER SLOTS either: the hub never has a subscribe and an unsubscribe of the
+	// same post in flight at once, each pub/sub connection writes its commands in order, and
+	// where a reconciliation races with a subscription (a slot moving while a channel joins or
+	// leaves it), the loser puts things right afterwards (see resubscribeSlot and subscribe).
 	mu          sync.Mutex
 	shards      map[string]*shard // master address -> its pub/sub connection
-	slots       map[int]*slotSubs // slot -> its subscribed channels; changed with slotMu[slot] held too
+	slots       map[int]*slotSubs // slot -> its subscribed channels
 	dirtySlots  map[int]string    // slots to resubscribe -> node a MOVED named ("": ask the topology)
 	dirtyShards map[*shard]bool   // nodes all of whose slots must be resubscribed
-	runCtx      context.Context   // set while run runs; shard loops derive from it
+	running     bool              // run is running: new shards start their loop at once
 	stopped     bool              // run returned: no new shard loops
 	loops       sync.WaitGroup    // shard loops
 	wake        chan struct{}     // work for the reconciler
@@ -76,30 +76,35 @@ func newClusterBus(r *Relay, client *redis.ClusterClient) *clusterBus {
 
 func (b *clusterBus) subscribe(ctx context.Context, ch string) error {
 	slot := keySlot(ch)
-	b.slotMu[slot].Lock()
-	defer b.slotMu[slot].Unlock()
-	b.mu.Lock()
-	ss := b.slots[slot]
-	b.mu.Unlock()
-	if ss == nil {
-		sh, err := b.shardForSlot(ctx, slot)
-		if err != nil {
-			return err
-		}
-		ss = &slotSubs{shard: sh, channels: make(map[string]struct{})}
+	sh, err := b.shardForSlot(ctx, slot) // may read CLUSTER SLOTS; nothing is locked meanwhile
+	if err != nil {
+		return err
 	}
 	b.mu.Lock()
-	b.slots[slot] = ss
+	ss := b.slots[slot]
+	if ss == nil {
+		ss = &slotSubs{shard: sh, channels: make(map[string]struct{})}
+		b.slots[slot] = ss
+	}
 	ss.channels[ch] = struct{}{}
-	sh := ss.shard
+	target := ss.shard
 	b.mu.Unlock()
-	return sh.rc.ps.SSubscribe(ctx, ch)
+	if err := target.rc.ps.SSubscribe(ctx, ch); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	moved := b.slots[slot] != ss || ss.shard != target
+	b.mu.Unlock()
+	if moved {
+		// The reconciler moved the slot while this SSUBSCRIBE was on its way to the old node:
+		// have it subscribe the slot again where it is now.
+		b.markSlot(slot, "")
+	}
+	return nil
 }
 
 func (b *clusterBus) unsubscribe(ctx context.Context, ch string) {
 	slot := keySlot(ch)
-	b.slotMu[slot].Lock()
-	defer b.slotMu[slot].Unlock()
 	b.mu.Lock()
 	var sh *shard
 	if ss := b.slots[slot]; ss != nil {
@@ -148,19 +153,20 @@ func (b *clusterBus) shard(addr string) (*shard, error) {
 	client := redis.NewClient(nodeOptions(b.client.Options(), addr))
 	sh := &shard{addr: addr, client: client, rc: receiver{ps: client.SSubscribe(context.Background()), log: b.r.log.With(zap.String("node", addr))}}
 	b.shards[addr] = sh
-	if b.runCtx != nil {
+	if b.running {
 		b.start(sh)
 	}
 	return sh, nil
 }
 
-// start runs the shard's receive loop; b.mu is held. The loop exits when stop is called or run
-// ends, and closes the shard's client on its way out.
+// start runs the shard's receive loop; b.mu is held. The loop exits when the shard is stopped
+// (by dropUnusedShards, or for every shard when run ends) and closes the shard's client on its way
+// out.
 func (b *clusterBus) start(sh *shard) {
-	ctx, cancel := context.WithCancel(b.runCtx)
+	ctx, cancel := context.WithCancel(context.Background())
 	sh.cancel, sh.started = cancel, true
 	b.loops.Add(1)
-	go func() { // exits when ctx is cancelled by stop or by the end of run
+	go func() { // exits when sh.stop cancels ctx
 		defer b.loops.Done()
 		defer sh.client.Close()
 		defer sh.rc.ps.Close()
@@ -264,7 +270,7 @@ func (b *clusterBus) signal() {
 // run starts the shard loops and the reconciler and waits for ctx; then it stops them all.
 func (b *clusterBus) run(ctx context.Context) {
 	b.mu.Lock()
-	b.runCtx = ctx
+	b.running = true
 	for _, sh := range b.shards {
 		b.start(sh)
 	}
@@ -277,7 +283,7 @@ func (b *clusterBus) run(ctx context.Context) {
 	<-ctx.Done()
 	<-done
 	b.mu.Lock()
-	b.stopped, b.runCtx = true, nil
+	b.stopped, b.running = true, false
 	for _, sh := range b.shards {
 		sh.stop()
 	}

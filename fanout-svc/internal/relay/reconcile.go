@@ -71,9 +71,9 @@ func (b *clusterBus) reconcile(ctx context.Context) {
 // resubscribeSlot subscribes the slot's channels on the node that owns it now (hint, when a
 // MOVED named it, else the slot map), moving them off the node that had them if that changed.
 // Subscribing again where they already are is harmless: Redis confirms and the relay re-reads.
+// No lock is held across the commands; a channel that left the slot meanwhile is unsubscribed
+// again afterwards, so a move never resurrects a subscription the hub dropped.
 func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string) error {
-	b.slotMu[slot].Lock()
-	defer b.slotMu[slot].Unlock()
 	b.mu.Lock()
 	ss := b.slots[slot]
 	if ss == nil {
@@ -110,7 +110,26 @@ func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return target.rc.ps.SSubscribe(sctx, channels...)
+	if err := target.rc.ps.SSubscribe(sctx, channels...); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	var gone []string
+	for _, ch := range channels {
+		if cur := b.slots[slot]; cur == nil || cur.shard != target || !has(cur.channels, ch) {
+			gone = append(gone, ch)
+		}
+	}
+	b.mu.Unlock()
+	if len(gone) > 0 {
+		_ = target.rc.ps.SUnsubscribe(sctx, gone...)
+	}
+	return nil
+}
+
+func has(set map[string]struct{}, k string) bool {
+	_, ok := set[k]
+	return ok
 }
 
 // dropUnusedShards stops the connections to nodes that own no slots and carry no subscription.

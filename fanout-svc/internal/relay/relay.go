@@ -143,7 +143,8 @@ func (r *Relay) dropWaiter(ch string, w chan struct{}) {
 // Run reads the pub/sub connections and hands updates to sink until ctx is done. go-redis
 // reconnects after an error (and the cluster bus also follows slots that move); whenever a
 // channel is confirmed again, Run re-reads that post so viewers converge without reconnecting.
-func (r *Relay) Run(ctx context.Context, sink Sink) error {
+// Errors are counted in Stats and retried, never returned: Run ends only with ctx.
+func (r *Relay) Run(ctx context.Context, sink Sink) {
 	r.sink.Store(&sinkBox{sink})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -153,7 +154,6 @@ func (r *Relay) Run(ctx context.Context, sink Sink) error {
 	}()
 	r.bus.run(ctx)
 	wg.Wait()
-	return nil
 }
 
 // handle takes one message from a pub/sub connection. It never blocks: the sink's Publish only

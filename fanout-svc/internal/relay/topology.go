@@ -20,12 +20,25 @@ const slotCount = 16384
 type topology struct {
 	client *redis.ClusterClient
 
-	mu      sync.RWMutex
-	owner   [slotCount]int16 // index into addrs, -1 when unknown
-	addrs   []string
-	loaded  time.Time
-	loading sync.Mutex // one CLUSTER SLOTS at a time
+	mu     sync.RWMutex
+	owner  [slotCount]int16 // index into addrs, -1 when unknown
+	addrs  []string
+	loaded time.Time
+	flight *load // the CLUSTER SLOTS in progress, shared by every caller that needs it
 }
+
+// load is one reload of the slot map; err is set before done is closed.
+type load struct {
+	done chan struct{}
+	err  error
+}
+
+// Each CLUSTER SLOTS attempt asks one node (go-redis picks it at random) and gives up after
+// loadAttempt, so that a stopped node costs a retry, not the whole reload.
+const (
+	loadAttempt  = 500 * time.Millisecond
+	loadAttempts = 4
+)
 
 func newTopology(client *redis.ClusterClient) *topology {
 	t := &topology{client: client}
@@ -64,17 +77,50 @@ func (t *topology) moved(slot int, addr string) {
 	t.owner[slot] = int16(i)
 }
 
-// refresh reloads the map with CLUSTER SLOTS unless it was loaded less than minAge ago.
+// refresh reloads the map with CLUSTER SLOTS unless it was loaded less than minAge ago. Callers
+// that arrive while a reload is in progress wait for it (or their ctx) instead of starting
+// another; the reload itself runs on the first caller's goroutine but not on its cancellation,
+// so that caller leaving does not fail the others.
 func (t *topology) refresh(ctx context.Context, minAge time.Duration) error {
-	t.loading.Lock()
-	defer t.loading.Unlock()
-	t.mu.RLock()
-	fresh := time.Since(t.loaded) < minAge
-	t.mu.RUnlock()
-	if fresh {
+	t.mu.Lock()
+	if time.Since(t.loaded) < minAge {
+		t.mu.Unlock()
 		return nil
 	}
-	slots, err := t.client.ClusterSlots(ctx).Result()
+	if f := t.flight; f != nil {
+		t.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f := &load{done: make(chan struct{})}
+	t.flight = f
+	t.mu.Unlock()
+
+	f.err = t.load(context.WithoutCancel(ctx))
+	t.mu.Lock()
+	t.flight = nil
+	t.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+// load reads CLUSTER SLOTS, retrying on another node after a slow or failed attempt, and
+// replaces the map.
+func (t *topology) load(ctx context.Context) error {
+	var slots []redis.ClusterSlot
+	var err error
+	for range loadAttempts {
+		actx, cancel := context.WithTimeout(ctx, loadAttempt)
+		slots, err = t.client.ClusterSlots(actx).Result()
+		cancel()
+		if err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cluster slots: %w", err)
 	}
