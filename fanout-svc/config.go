@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,7 +40,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	c.Redis.Register(s)
 	s.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	s.Int(&c.Stream.MaxConns, "max-conns", "MAX_CONNS", defaultMaxConns(), "viewers this node admits; more get 503 + Retry-After (default: open-file limit minus headroom)")
-	s.Int(&c.Stream.MaxPosts, "max-posts", "MAX_POSTS_PER_STREAM", 64, "posts one stream may follow (at most 64)")
+	s.Int(&c.Stream.MaxPosts, "max-posts", "MAX_POSTS_PER_STREAM", hub.MaxPosts, "posts one stream may follow (at most "+strconv.Itoa(hub.MaxPosts)+")")
 	s.Duration(&c.Stream.Retry, "retry", "SSE_RETRY", 2*time.Second, "reconnect delay sent to viewers as retry:, jittered up to +50%")
 	s.Int(&c.Stream.MaxPerSource, "max-viewers-per-ip", "MAX_VIEWERS_PER_IP", 0, "viewers per client address; 0 = no limit")
 	s.List(&c.trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-IP limits")
@@ -69,8 +70,8 @@ func (c *config) validate() error {
 	if c.Stream.TrustedProxies, err = stream.ParsePrefixes(c.trusted); err != nil {
 		return fmt.Errorf("trusted proxies: %w", err)
 	}
-	if c.Stream.MaxPosts < 1 || c.Stream.MaxPosts > 64 {
-		return errors.New("max-posts must be 1-64")
+	if c.Stream.MaxPosts < 1 || c.Stream.MaxPosts > hub.MaxPosts {
+		return fmt.Errorf("max-posts must be 1-%d", hub.MaxPosts)
 	}
 	if c.Stream.MaxConns < 1 {
 		return errors.New("max-conns must be positive")

@@ -47,6 +47,13 @@ func (r *recordingSubscriber) counts(post string) (subs, unsubs int) {
 func newTestHub(t testing.TB, cfg Config) (*Hub, *recordingSubscriber) {
 	t.Helper()
 	sub := newRecordingSubscriber()
+	return startHub(t, cfg, sub), sub
+}
+
+// startHub starts a hub on sub, with a short grace period unless cfg sets one, closed when the
+// test ends.
+func startHub(t testing.TB, cfg Config, sub Subscriber) *Hub {
+	t.Helper()
 	if cfg.UnsubscribeGrace == 0 {
 		cfg.UnsubscribeGrace = 20 * time.Millisecond
 	}
@@ -55,7 +62,7 @@ func newTestHub(t testing.TB, cfg Config) (*Hub, *recordingSubscriber) {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	return h, sub
+	return h
 }
 
 // tcpPair returns both ends of a loopback TCP connection: the server end for the hub, the client

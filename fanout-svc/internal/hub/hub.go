@@ -17,7 +17,9 @@ import (
 
 // Subscriber is the Redis side of the hub: it subscribes the node to a post's channel and
 // unsubscribes it again. Subscribe returns once the subscription is active, so that a snapshot read
-// after it cannot miss an update.
+// after it cannot miss an update; when it fails it leaves the node unsubscribed. Unsubscribe must
+// return in bounded time. The hub never calls either with a lock held, and never has a Subscribe
+// and an Unsubscribe of the same post in flight at once.
 type Subscriber interface {
 	Subscribe(ctx context.Context, postID string) error
 	Unsubscribe(postID string)
@@ -32,6 +34,7 @@ type Config struct {
 	Heartbeat        time.Duration // idle viewers get ": ping" this often
 	StallTimeout     time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
 	UnsubscribeGrace time.Duration // delay between the last viewer leaving and UNSUBSCRIBE
+	SubscribeTimeout time.Duration // how long a subscription may wait for Redis to confirm; 0: 10s
 	// SendBuffer caps each viewer socket's kernel send buffer (SO_SNDBUF); 0: the kernel's
 	// autotuning, which lets a never-reading client pin megabytes of kernel memory until the stall
 	// timeout. A count stream needs a few frames of buffer, not megabytes.
@@ -48,31 +51,48 @@ func (c *Config) defaults() {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 15 * time.Second
 	}
+	if c.SubscribeTimeout <= 0 {
+		c.SubscribeTimeout = 10 * time.Second
+	}
 }
 
-// ErrClosed is returned by Add after Close.
-var ErrClosed = errors.New("hub closed")
+var (
+	errClosed       = errors.New("hub closed")
+	errTooManyPosts = fmt.Errorf("more than %d posts for one viewer", MaxPosts)
+)
 
 // Hub owns the posts with local viewers and the shards that hold the viewers.
 type Hub struct {
-	cfg    Config
-	sub    Subscriber
-	log    *zap.Logger
-	shards []*shard
-	next   atomic.Uint32
-	stats  Stats
+	cfg      Config
+	sub      Subscriber
+	log      *zap.Logger
+	shards   []*shard
+	next     atomic.Uint32
+	stats    Stats
+	admitted atomic.Int64 // viewers admitted by Reserve and not gone yet: in setup or connected
 
-	mu     sync.RWMutex
-	posts  map[string]*Post
-	closed bool
+	// mu guards the post map, each post's references and the unsubscriber's queue. It is never
+	// held across a call to the Subscriber: Redis I/O runs on the hub's own goroutines, and only
+	// the post concerned waits for it.
+	mu      sync.RWMutex
+	posts   map[string]*Post
+	leaving map[string]chan struct{} // post -> closed once its UNSUBSCRIBE returned
+	idle    idleQueue
+	closed  bool
 
-	wg sync.WaitGroup
+	idleWake chan struct{} // the unsubscriber has a new deadline to consider
+	done     chan struct{} // closed by Close
+	wg       sync.WaitGroup
 }
 
-// New starts a hub with cfg.Shards shard goroutines; Close stops them.
+// New starts a hub with cfg.Shards shard goroutines and its unsubscriber; Close stops them.
 func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 	cfg.defaults()
-	h := &Hub{cfg: cfg, sub: sub, log: log, posts: make(map[string]*Post)}
+	h := &Hub{
+		cfg: cfg, sub: sub, log: log,
+		posts: make(map[string]*Post), leaving: make(map[string]chan struct{}),
+		idleWake: make(chan struct{}, 1), done: make(chan struct{}),
+	}
 	for i := 0; i < cfg.Shards; i++ {
 		s, err := newShard(i, h)
 		if err != nil {
@@ -90,91 +110,12 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 			s.run()
 		}()
 	}
+	h.wg.Add(1)
+	go func() { // exits when Close closes h.done
+		defer h.wg.Done()
+		h.unsubscribeLoop()
+	}()
 	return h, nil
-}
-
-// Acquire takes a reference on each post for a viewer that is about to be added, subscribing the
-// node to posts that had no local viewers. It returns once every subscription is active. On error
-// no reference is kept.
-func (h *Hub) Acquire(ctx context.Context, ids []string) ([]*Post, error) {
-	posts := make([]*Post, 0, len(ids))
-	for _, id := range ids {
-		p, err := h.acquire(ctx, id)
-		if err != nil {
-			h.Release(posts)
-			return nil, err
-		}
-		posts = append(posts, p)
-	}
-	return posts, nil
-}
-
-func (h *Hub) acquire(ctx context.Context, id string) (*Post, error) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, ErrClosed
-	}
-	p := h.posts[id]
-	first := p == nil
-	if first {
-		p = &Post{id: id, ready: make(chan struct{})}
-		h.posts[id] = p
-	}
-	p.refs++
-	if p.unsubTimer != nil {
-		p.unsubTimer.Stop()
-		p.unsubTimer = nil
-	}
-	h.mu.Unlock()
-
-	if first {
-		err := h.sub.Subscribe(ctx, id)
-		h.mu.Lock()
-		p.err = err
-		if err != nil && h.posts[id] == p {
-			delete(h.posts, id) // the next viewer starts afresh
-		}
-		close(p.ready)
-		h.mu.Unlock()
-	}
-	select {
-	case <-p.ready:
-	case <-ctx.Done():
-		h.Release([]*Post{p})
-		return nil, ctx.Err()
-	}
-	if p.err != nil {
-		return nil, fmt.Errorf("subscribe %s: %w", id, p.err)
-	}
-	return p, nil
-}
-
-// Release drops one reference on each post. A post left without references is unsubscribed after
-// the grace period unless a viewer comes back, so a page refresh does not flap the subscription.
-func (h *Hub) Release(posts []*Post) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, p := range posts {
-		p.refs--
-		if p.refs > 0 || p.err != nil || h.posts[p.id] != p || h.closed {
-			continue
-		}
-		p := p
-		p.unsubTimer = time.AfterFunc(h.cfg.UnsubscribeGrace, func() { h.unsubscribeIdle(p) })
-	}
-}
-
-// unsubscribeIdle runs on the grace timer. It unsubscribes while holding h.mu so that a viewer
-// arriving at that moment subscribes after the UNSUBSCRIBE reached Redis, never before it.
-func (h *Hub) unsubscribeIdle(p *Post) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p.refs > 0 || h.posts[p.id] != p || h.closed {
-		return
-	}
-	delete(h.posts, p.id)
-	h.sub.Unsubscribe(p.id)
 }
 
 // Publish hands an update to the hub. It never blocks on viewers: it records the post's newest
@@ -202,7 +143,7 @@ func (h *Hub) Publish(u update.Update) {
 	}
 }
 
-// Subscriptions returns how many posts the node is subscribed to.
+// Subscriptions returns how many posts the node is subscribed to (or subscribing).
 func (h *Hub) Subscriptions() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -212,56 +153,77 @@ func (h *Hub) Subscriptions() int {
 // Viewer describes a new viewer for Add.
 type Viewer struct {
 	Conn     net.Conn                          // hijacked connection, owned by the hub from Add on
-	Posts    []*Post                           // acquired posts; their references pass to the hub
+	Posts    []*Post                           // acquired posts, at most MaxPosts; their references pass to the hub
 	Snapshot []update.Update                   // the state of each post read after subscribing
 	Multi    bool                              // multi-post stream (ids are versions, not counts)
 	Preamble []byte                            // response headers and retry hint, written first
 	Resume   func(i int, f update.Update) bool // reports whether post i's state is news to a resuming viewer; nil: all is news
-	OnClose  func()                            // called by the shard once the viewer is gone; may be nil
+	OnClose  func()                            // called once the viewer is gone, also when Add refuses it; may be nil
 }
 
-// Reserve counts a viewer that is about to be added, unless max (>0) viewers are already there.
-// Each successful Reserve is matched by Unreserve if the viewer never reaches Add; after Add the
-// hub uncounts it when it goes.
+// Reserve admits a viewer that is about to be set up and added, unless max (>0) viewers are
+// admitted already. Each successful Reserve is matched by Unreserve if the viewer never reaches
+// Add; from Add on the hub returns the admission when the viewer goes. Admission is not the
+// viewers gauge: Stats.Viewers counts only viewers a shard holds.
 func (h *Hub) Reserve(max int) bool {
-	if n := h.stats.Viewers.Add(1); max > 0 && n > int64(max) {
-		h.stats.Viewers.Add(-1)
+	if n := h.admitted.Add(1); max > 0 && n > int64(max) {
+		h.admitted.Add(-1)
 		return false
 	}
 	return true
 }
 
-// Unreserve returns a reservation for a viewer that was never added.
-func (h *Hub) Unreserve() { h.stats.Viewers.Add(-1) }
+// Admitted returns how many viewers hold an admission: connected or in setup.
+func (h *Hub) Admitted() int64 { return h.admitted.Load() }
+
+// Unreserve returns an admission for a viewer that was never added.
+func (h *Hub) Unreserve() { h.admitted.Add(-1) }
 
 // Add hands a hijacked connection to a shard, which writes the preamble and each post's current
-// state, then live updates. The hub owns the connection and the post references from here on,
-// also when Add fails.
+// state, then live updates. The hub owns the connection, the post references and the admission
+// from here on, also when Add refuses the viewer (more than MaxPosts posts, or the hub closed).
 func (h *Hub) Add(v Viewer) error {
-	h.mu.RLock()
-	closed := h.closed
-	h.mu.RUnlock()
-	if closed {
-		_ = v.Conn.Close()
-		h.Release(v.Posts)
-		h.stats.Viewers.Add(-1)
-		return ErrClosed
+	if len(v.Posts) > MaxPosts || len(v.Snapshot) != len(v.Posts) {
+		h.reject(&v)
+		return errTooManyPosts
 	}
-	s := h.shards[int(h.next.Add(1))%len(h.shards)]
-	s.add(&v)
+	// The read lock keeps Close, which takes the write lock before stopping the shards, from
+	// stopping the shard between the check and the hand-over.
+	h.mu.RLock()
+	if h.closed {
+		h.mu.RUnlock()
+		h.reject(&v)
+		return errClosed
+	}
+	h.shards[int(h.next.Add(1))%len(h.shards)].add(&v)
+	h.mu.RUnlock()
 	return nil
 }
 
+// reject gives back everything a viewer that will not be served holds: its connection, its post
+// references, its admission and its OnClose. It is the one way out for a viewer that never
+// became a shard's.
+func (h *Hub) reject(v *Viewer) {
+	if v.Conn != nil {
+		_ = v.Conn.Close()
+	}
+	h.Release(v.Posts)
+	h.admitted.Add(-1)
+	if v.OnClose != nil {
+		v.OnClose()
+	}
+}
+
 // Drain closes every viewer, spreading the closes evenly over window so that the viewers
-// reconnect (to other nodes) in a trickle rather than a storm. It returns when all are closed or
-// ctx is done.
+// reconnect (to other nodes) in a trickle rather than a storm. It returns when all are closed
+// (including viewers that were in setup) or ctx is done.
 func (h *Hub) Drain(ctx context.Context, window time.Duration) {
 	for _, s := range h.shards {
 		s.startDrain(window)
 	}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for h.stats.Viewers.Load() > 0 {
+	for h.admitted.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return
@@ -270,7 +232,8 @@ func (h *Hub) Drain(ctx context.Context, window time.Duration) {
 	}
 }
 
-// Close stops the shards, closes every connection and cancels pending unsubscriptions.
+// Close stops the shards, closes every connection, cancels subscriptions in flight and drops
+// pending unsubscriptions. It waits for every goroutine of the hub.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
@@ -279,11 +242,12 @@ func (h *Hub) Close() {
 	}
 	h.closed = true
 	for _, p := range h.posts {
-		if p.unsubTimer != nil {
-			p.unsubTimer.Stop()
+		if p.cancel != nil {
+			p.cancel()
 		}
 	}
 	h.mu.Unlock()
+	close(h.done)
 	for _, s := range h.shards {
 		s.stop()
 	}

@@ -201,11 +201,14 @@ func TestFlushWindowBatchesFrames(t *testing.T) {
 	_, c := addViewer(t, h, false, "w")
 	r := startReader(t, c)
 	waitFor(t, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
+	waitFor(t, "the snapshot's write counted", func() bool { return h.Stats().Writes.Load() == 1 })
 	writesBefore := h.Stats().Writes.Load()
 	for i := int64(1); i <= 4; i++ {
 		h.Publish(upd("w", i))
 	}
 	waitFor(t, "all four", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
+	// Counts reach Stats at the end of the shard's loop iteration, just after the bytes.
+	waitFor(t, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
 	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
 		t.Errorf("4 updates within one window took %d writes; want 1", got)
 	}
@@ -216,11 +219,13 @@ func TestFlushWindowMultiPost(t *testing.T) {
 	_, c := addViewer(t, h, true, "x", "y")
 	r := startReader(t, c)
 	waitFor(t, "snapshots", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 2 })
+	waitFor(t, "the snapshots' write counted", func() bool { return h.Stats().Writes.Load() == 1 })
 	writesBefore := h.Stats().Writes.Load()
 	h.Publish(upd("x", 1))
 	h.Publish(upd("y", 1))
 	h.Publish(upd("x", 2))
 	waitFor(t, "three frames", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
+	waitFor(t, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
 	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
 		t.Errorf("one window took %d writes; want 1", got)
 	}

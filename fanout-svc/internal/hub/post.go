@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +23,14 @@ type Post struct {
 	seq  uint64 // frames accepted so far; frame n is ring[n%ringSize]
 
 	// Guarded by Hub.mu.
-	refs       int
-	unsubTimer *time.Timer
-	ready      chan struct{} // closed once the subscription is active or failed
-	err        error         // set before ready is closed
+	refs      int                // viewers holding the post, including viewers in setup
+	ready     chan struct{}      // closed once the subscription is active or failed
+	err       error              // set before ready is closed
+	active    bool               // subscribed (ready closed, err nil)
+	cancel    context.CancelFunc // cancels the subscription in flight; nil once it ended
+	idleSince time.Time          // when refs last dropped to 0
+	queued    bool               // in the unsubscriber's queue
+	left      chan struct{}      // closed once the post's UNSUBSCRIBE returned
 }
 
 // ID returns the post id.

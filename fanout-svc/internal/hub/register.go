@@ -12,9 +12,7 @@ func (s *shard) register(nv *Viewer) {
 	fd, err := epoll.SocketFD(nv.Conn)
 	if err != nil {
 		s.hub.log.Warn("adopt connection", zap.Error(err))
-		_ = nv.Conn.Close()
-		s.hub.Release(nv.Posts)
-		s.hub.stats.Viewers.Add(-1)
+		s.hub.reject(nv)
 		return
 	}
 	if s.cfg.SendBuffer > 0 {
@@ -54,6 +52,7 @@ func (s *shard) register(nv *Viewer) {
 	}
 	s.scratch = buf[:0]
 	s.viewers[fd] = v
+	s.hub.stats.Viewers.Add(1) // connected from here on; removeViewer uncounts it
 	if err := s.poller.Add(fd); err != nil {
 		s.hub.log.Warn("epoll add", zap.Error(err))
 		s.doom(v)

@@ -45,6 +45,7 @@ func (s *shard) removeViewer(v *viewer) {
 	v.pending = nil
 	s.counts.disconnects++
 	s.hub.stats.Viewers.Add(-1)
+	s.hub.admitted.Add(-1)
 	s.hub.Release(posts)
 	if v.onClose != nil {
 		v.onClose()
@@ -58,9 +59,7 @@ func (s *shard) shutdown() {
 	}
 	s.reap()
 	for _, nv := range s.takeAdds() {
-		_ = nv.Conn.Close()
-		s.hub.Release(nv.Posts)
-		s.hub.stats.Viewers.Add(-1)
+		s.hub.reject(nv)
 	}
 	s.counts.flushTo(&s.hub.stats)
 	s.poller.Close()

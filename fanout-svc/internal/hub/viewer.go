@@ -74,3 +74,6 @@ func appendSnapshotFrame(dst []byte, u update.Update, multi bool) []byte {
 	}
 	return sse.AppendEvent(dst, id, sse.EventCount, u.AppendJSON(dataBuf[:0]))
 }
+
+// MaxPosts is the most posts one viewer may follow: a viewer's owed posts are bits of one uint64.
+const MaxPosts = 64

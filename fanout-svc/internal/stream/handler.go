@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,7 @@ type Snapshotter interface {
 // Config bounds what a stream may ask for.
 type Config struct {
 	MaxConns       int           // viewers per node; more get 503 + Retry-After
-	MaxPosts       int           // posts per stream
+	MaxPosts       int           // posts per stream, at most hub.MaxPosts (0: hub.MaxPosts)
 	Retry          time.Duration // base reconnection delay sent as retry:, jittered up to +50%
 	MaxPerSource   int           // viewers per client address; 0: no limit
 	TrustedProxies []netip.Prefix
@@ -50,6 +51,9 @@ type Handler struct {
 func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = 5 * time.Second
+	}
+	if cfg.MaxPosts <= 0 || cfg.MaxPosts > hub.MaxPosts {
+		cfg.MaxPosts = hub.MaxPosts
 	}
 	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.TrustedProxies)}
 }
@@ -99,52 +103,86 @@ func (h *Handler) serveMulti(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, posts []string, multi bool, resume func(int, update.Update) bool) {
-	if h.draining.Load() {
-		serve.Unavailable(w, time.Second, "node is draining; reconnect")
-		return
-	}
-	release, ok := h.sources.acquire(r)
-	if !ok {
-		h.Refused.Add(1)
-		w.Header().Set("Retry-After", "10")
-		serve.Error(w, http.StatusTooManyRequests, "too many streams from this address")
-		return
-	}
-	if !h.hub.Reserve(h.cfg.MaxConns) {
-		h.Refused.Add(1)
-		if release != nil {
-			release()
-		}
-		serve.Unavailable(w, 2*time.Second, "node is full; try another node")
-		return
-	}
-	v, err := h.setup(r.Context(), posts)
-	if err != nil {
-		h.hub.Unreserve()
-		if release != nil {
-			release()
-		}
-		h.log.Debug("stream setup", zap.Error(err))
-		serve.Unavailable(w, time.Second, "subscription unavailable; retry")
+	v, no := h.admit(r, posts)
+	if no != nil {
+		h.refuse(w, no)
 		return
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		h.hub.Unreserve()
-		h.hub.Release(v.Posts)
-		if release != nil {
-			release()
-		}
-		serve.Error(w, http.StatusInternalServerError, "streaming unsupported")
+		h.giveBack(v)
+		h.refuse(w, &refuseNoHijack)
 		return
 	}
 	_ = conn.SetDeadline(time.Time{}) // the hub never reads or writes through net's deadlines
 	v.Conn = conn
 	v.Multi = multi
 	v.Resume = resume
-	v.OnClose = release
 	v.Preamble = h.preamble()
-	_ = h.hub.Add(v)
+	_ = h.hub.Add(v) // the hub owns the viewer now, also if it refuses it
+}
+
+// refusal is why a stream was turned away, and how the client is told.
+type refusal struct {
+	status  int
+	retry   time.Duration // Retry-After; 0: none
+	msg     string
+	counted bool // counted in Refused: the node or the address was full
+}
+
+var (
+	refuseDraining = refusal{http.StatusServiceUnavailable, time.Second, "node is draining; reconnect", false}
+	refuseSource   = refusal{http.StatusTooManyRequests, 10 * time.Second, "too many streams from this address", true}
+	refuseFull     = refusal{http.StatusServiceUnavailable, 2 * time.Second, "node is full; try another node", true}
+	refuseSetup    = refusal{http.StatusServiceUnavailable, time.Second, "subscription unavailable; retry", false}
+	refuseNoHijack = refusal{http.StatusInternalServerError, 0, "streaming unsupported", false}
+)
+
+// admit takes everything a stream needs before it can be handed to the hub: a slot of its
+// address, an admission of the node, and its posts' subscriptions and state. On refusal it holds
+// nothing.
+func (h *Handler) admit(r *http.Request, posts []string) (hub.Viewer, *refusal) {
+	if h.draining.Load() {
+		return hub.Viewer{}, &refuseDraining
+	}
+	release, ok := h.sources.acquire(r)
+	if !ok {
+		return hub.Viewer{}, &refuseSource
+	}
+	if !h.hub.Reserve(h.cfg.MaxConns) {
+		if release != nil {
+			release()
+		}
+		return hub.Viewer{}, &refuseFull
+	}
+	v, err := h.setup(r.Context(), posts)
+	v.OnClose = release
+	if err != nil {
+		h.log.Debug("stream setup", zap.Error(err))
+		h.giveBack(v)
+		return hub.Viewer{}, &refuseSetup
+	}
+	return v, nil
+}
+
+// giveBack returns what an admitted stream holds when it does not reach the hub.
+func (h *Handler) giveBack(v hub.Viewer) {
+	h.hub.Release(v.Posts)
+	h.hub.Unreserve()
+	if v.OnClose != nil {
+		v.OnClose()
+	}
+}
+
+// refuse answers a stream that was turned away, in JSON, with Retry-After when it may retry.
+func (h *Handler) refuse(w http.ResponseWriter, no *refusal) {
+	if no.counted {
+		h.Refused.Add(1)
+	}
+	if no.retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int(no.retry/time.Second), 1)))
+	}
+	serve.Error(w, no.status, no.msg)
 }
 
 // setup subscribes to every post (returning once Redis confirmed) and then reads the state of
@@ -175,8 +213,7 @@ func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error)
 		err = errors.New("snapshot size mismatch")
 	}
 	if err != nil {
-		h.hub.Release(acquired)
-		return hub.Viewer{}, err
+		return hub.Viewer{Posts: acquired}, err // the caller gives the references back
 	}
 	byPost := make(map[string]update.Update, len(read))
 	for _, u := range read {

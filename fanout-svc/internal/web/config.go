@@ -6,12 +6,13 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/pkg/ids"
 )
 
-// MaxPosts bounds the posts on one page. It matches fanout-svc's default MAX_POSTS_PER_STREAM,
-// because the page follows all its posts on one stream.
-const MaxPosts = 64
+// MaxPosts bounds the posts on one page: the page follows all its posts on one stream, and a
+// stream follows at most hub.MaxPosts.
+const MaxPosts = hub.MaxPosts
 
 // Config is what the page needs to know. It is rendered into the page as JSON.
 type Config struct {
