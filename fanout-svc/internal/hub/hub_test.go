@@ -100,7 +100,7 @@ func TestResumeSkipsKnownState(t *testing.T) {
 	h.Reserve(0)
 	server, client := tcpPair(t)
 	r := startReader(t, client)
-	client.(*net.TCPConn).SetReadBuffer(1 << 16)
+	_ = client.(*net.TCPConn).SetReadBuffer(1 << 16)
 	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
 		Resume: func(_ int, u update.Update) bool { return u.Count != 9 }})
 	h.Publish(upd("r", 10))
@@ -154,9 +154,9 @@ func stalledViewer(t *testing.T, h *Hub, post string) net.Conn {
 	posts, _ := h.Acquire(t.Context(), []string{post})
 	h.Reserve(0)
 	server, client := tcpPair(t)
-	client.(*net.TCPConn).SetReadBuffer(1024)
+	_ = client.(*net.TCPConn).SetReadBuffer(1024)
 	raw, _ := server.(*net.TCPConn).SyscallConn()
-	raw.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1024) })
+	_ = raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1024) })
 	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
 	return client
 }

@@ -19,7 +19,8 @@ func (s *shard) register(nv *Viewer) {
 		_ = epoll.SetSendBuffer(fd, s.cfg.SendBuffer)
 	}
 	v := &viewer{fd: fd, conn: nv.Conn, multi: nv.Multi, slots: make([]slot, len(nv.Posts)), lastWrite: s.now, onClose: nv.OnClose}
-	buf := append(s.scratch[:0], nv.Preamble...)
+	buf := s.scratch[:0] // the shard's scratch buffer, reused for every write it builds
+	buf = append(buf, nv.Preamble...)
 	var frames int64
 	for i, p := range nv.Posts {
 		sp := s.posts[p]

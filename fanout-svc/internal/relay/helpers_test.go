@@ -32,13 +32,6 @@ func (s *recordingSink) Publish(u update.Update) {
 	s.updates[u.PostID] = append(s.updates[u.PostID], u)
 }
 
-// received returns how many updates arrived for post.
-func (s *recordingSink) received(post string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.updates[post])
-}
-
 // has reports whether an update with count arrived for post.
 func (s *recordingSink) has(post string, count int64) bool {
 	s.mu.Lock()
