@@ -117,8 +117,6 @@ func startHAProxy(t *testing.T, bin, dnsAddr, writerPort, fanoutPort string) *ba
 		{"127.0.0.11:53", dnsAddr},
 		{"writer-svc:8080", "writer-svc:" + writerPort},
 		{"fanout-svc:8090", "fanout-svc:" + fanoutPort},
-		// The open-file limit here (20,000) is below what maxconn 100000 needs.
-		{"maxconn 100000", "maxconn 4000"},
 	} {
 		if !strings.Contains(cfg, r.from) {
 			t.Fatalf("compose/haproxy.cfg no longer contains %q; update this test", r.from)
@@ -129,7 +127,9 @@ func startHAProxy(t *testing.T, bin, dnsAddr, writerPort, fanoutPort string) *ba
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startService(t, filepath.Dir(path), bin, "-f", path, "-db")
+	// The open-file limit here (20,000) is below what the default maxconn (100000) needs; the
+	// file reads HAPROXY_MAXCONN from the environment, as it does under Compose.
+	startService(t, filepath.Dir(path), bin, "-f", path, "-db", "HAPROXY_MAXCONN=4000")
 	lb := &balancer{
 		likes:   fmt.Sprintf("http://127.0.0.1:%d", likes),
 		streams: fmt.Sprintf("http://127.0.0.1:%d", streams),

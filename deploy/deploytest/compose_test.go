@@ -310,3 +310,59 @@ func TestComposeImagesPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeSettingsForSmallHosts: images and limits are settings whose defaults are the public
+// images and a big host's limits, so a private registry or a small engine needs no edited file.
+func TestComposeSettingsForSmallHosts(t *testing.T) {
+	p := loadCompose(t)
+	for name, s := range likesServices(t, p) {
+		if s.Build.Args["GO_IMAGE"] != nil || s.Build.Args["STATIC_IMAGE"] != nil {
+			t.Errorf("%s passes GO_IMAGE/STATIC_IMAGE while unset; want build/Dockerfile's defaults to hold", name)
+		}
+		if n := s.Ulimits["nofile"]; n == nil || n.Soft != 65536 || n.Hard != 65536 {
+			t.Errorf("%s nofile %+v by default; want 65536", name, n)
+		}
+	}
+	small := loadCompose(t, "NOFILE=20000", "REDIS_IMAGE=local/redis:7", "HAPROXY_IMAGE=local/haproxy:3",
+		"GO_IMAGE=local/golang:1", "STATIC_IMAGE=local/static:nonroot")
+	for name, s := range likesServices(t, small) {
+		if n := s.Ulimits["nofile"]; n == nil || n.Soft != 20000 || n.Hard != 20000 {
+			t.Errorf("NOFILE=20000: %s nofile %+v; want 20000", name, n)
+		}
+		for arg, want := range map[string]string{"GO_IMAGE": "local/golang:1", "STATIC_IMAGE": "local/static:nonroot"} {
+			if got := s.Build.Args[arg]; got == nil || *got != want {
+				t.Errorf("%s build arg %s = %v; want %s", name, arg, got, want)
+			}
+		}
+	}
+	if got := small.Services["redis"].Image; got != "local/redis:7" {
+		t.Errorf("REDIS_IMAGE: redis image %s; want local/redis:7", got)
+	}
+	if got := small.Services["haproxy"].Image; got != "local/haproxy:3" {
+		t.Errorf("HAPROXY_IMAGE: haproxy image %s; want local/haproxy:3", got)
+	}
+}
+
+// TestComposeRedisOnItsOwnNetwork: only the services that use Redis share its network, so a node
+// can be cut off from Redis alone (docker network disconnect) while it still serves its viewers.
+func TestComposeRedisOnItsOwnNetwork(t *testing.T) {
+	p := loadCompose(t)
+	want := map[string][]string{
+		"redis": {"redis"}, "writer-svc": {"default", "redis"}, "fanout-svc": {"default", "redis"},
+		"haproxy": {"default"}, "loadgen": {"default"},
+	}
+	for name, nets := range want {
+		s := p.Services[name]
+		var got []string
+		for n := range s.Networks {
+			got = append(got, n)
+		}
+		if len(got) == 0 {
+			got = []string{"default"} // a service naming no network is on the default one
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, nets) {
+			t.Errorf("%s is on networks %v; want %v", name, got, nets)
+		}
+	}
+}

@@ -81,9 +81,17 @@ func readDockerfile(t *testing.T, path string) *dockerfile {
 	return d
 }
 
+// expandArgs replaces ${NAME} by the global ARG defaults until none is left (an ARG's default
+// may name another ARG, as GO_IMAGE=golang:${GO_VERSION} does).
 func expandArgs(s string, args map[string]string) string {
-	for k, v := range args {
-		s = strings.ReplaceAll(s, "${"+k+"}", v)
+	for range 8 {
+		before := s
+		for k, v := range args {
+			s = strings.ReplaceAll(s, "${"+k+"}", v)
+		}
+		if s == before {
+			break
+		}
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,13 +69,34 @@ func (c haproxyConfig) lines(section string, words ...string) [][]string {
 	return out
 }
 
-// value returns the argument after words in a section, "" when absent.
+// value returns the argument after words in a section, "" when absent. An environment reference
+// with a default, "${NAME-default}", gives the default: what haproxy uses when NAME is unset.
 func (c haproxyConfig) value(section string, words ...string) string {
+	v := c.raw(section, words...)
+	if _, def, ok := envRef(v); ok {
+		return def
+	}
+	return v
+}
+
+// raw returns the argument after words in a section as written, "" when absent.
+func (c haproxyConfig) raw(section string, words ...string) string {
 	l := c.lines(section, words...)
 	if len(l) == 0 || len(l[0]) <= len(words) {
 		return ""
 	}
 	return l[0][len(words)]
+}
+
+var envRefPattern = regexp.MustCompile(`^"\$\{([A-Z][A-Z0-9_]*)-([^}"]*)\}"$`)
+
+// envRef splits an haproxy argument of the form "${NAME-default}".
+func envRef(v string) (name, def string, ok bool) {
+	m := envRefPattern.FindStringSubmatch(v)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
 }
 
 // haproxyDuration parses an haproxy time value (default unit milliseconds).
@@ -175,13 +197,12 @@ func TestHAProxyStreamSettings(t *testing.T) {
 	if got := cfg.value(fanout, "balance"); got != "leastconn" {
 		t.Errorf("fanout balance %q; want leastconn", got)
 	}
-	for _, kw := range []string{"server", "tunnel"} {
-		if d := haproxyDuration(t, cfg.value(fanout, "timeout", kw)); d < 10*time.Minute {
-			t.Errorf("fanout timeout %s = %v; want >= 10m, streams are long-lived", kw, d)
+	// Every timeout of the stream path is STREAM_IDLE_TIMEOUT, so whichever applies to a silent
+	// stream, it is that one (TestStreamIdleTimeoutFollowsHeartbeat checks its value).
+	for _, l := range []struct{ section, kw string }{{fanout, "server"}, {fanout, "tunnel"}, {"frontend streams", "client"}} {
+		if name, _, ok := envRef(cfg.raw(l.section, "timeout", l.kw)); !ok || name != "STREAM_IDLE_TIMEOUT" {
+			t.Errorf("%s timeout %s = %s; want \"${STREAM_IDLE_TIMEOUT-...}\"", l.section, l.kw, cfg.raw(l.section, "timeout", l.kw))
 		}
-	}
-	if d := haproxyDuration(t, cfg.value("frontend streams", "timeout", "client")); d < 10*time.Minute {
-		t.Errorf("streams frontend timeout client = %v; want >= 10m", d)
 	}
 	if d := haproxyDuration(t, cfg.value("defaults", "timeout", "http-request")); d == 0 || d > 30*time.Second {
 		t.Errorf("defaults timeout http-request = %v; want a bound of at most 30s", d)
@@ -238,4 +259,57 @@ func haproxyBinary(t *testing.T) string {
 		t.Fatalf("haproxy not found on PATH: install it (apt-get install -y haproxy) and rerun")
 	}
 	return bin
+}
+
+// TestStreamIdleTimeoutFollowsHeartbeat: a live node writes to every stream at least every
+// HEARTBEAT_INTERVAL plus one sweep tick (a quarter interval), so the balancer's idle timeout
+// must exceed that, and at two intervals a stream whose node is gone ends soon enough for its
+// viewer to reconnect and converge within three. Checked for the defaults of haproxy.cfg and of
+// docker-compose.yml, which must agree, and for settings a test would use.
+func TestStreamIdleTimeoutFollowsHeartbeat(t *testing.T) {
+	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	cfgDefault := haproxyDuration(t, cfg.value("backend fanout-svc", "timeout", "tunnel"))
+	for _, env := range [][]string{nil, {"HEARTBEAT_INTERVAL=5s", "STREAM_IDLE_TIMEOUT=10s"}} {
+		p := loadCompose(t, env...)
+		hbVal := p.Services["fanout-svc"].Environment["HEARTBEAT_INTERVAL"]
+		idleVal := p.Services["haproxy"].Environment["STREAM_IDLE_TIMEOUT"]
+		if hbVal == nil || idleVal == nil {
+			t.Fatalf("env %v: fanout-svc HEARTBEAT_INTERVAL %v, haproxy STREAM_IDLE_TIMEOUT %v; want both set", env, hbVal, idleVal)
+		}
+		hb, idle := haproxyDuration(t, *hbVal), haproxyDuration(t, *idleVal)
+		if idle <= hb+hb/4 || idle > 2*hb {
+			t.Errorf("env %v: STREAM_IDLE_TIMEOUT %v with HEARTBEAT_INTERVAL %v; want above %v and at most %v", env, idle, hb, hb+hb/4, 2*hb)
+		}
+		if env == nil && idle != cfgDefault {
+			t.Errorf("docker-compose.yml's STREAM_IDLE_TIMEOUT default %v differs from haproxy.cfg's %v", idle, cfgDefault)
+		}
+	}
+}
+
+// TestHAProxyMaxconnFromEnvironment: maxconn is HAPROXY_MAXCONN, whose compose default fits the
+// open-file limit compose gives the container.
+func TestHAProxyMaxconnFromEnvironment(t *testing.T) {
+	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	name, def, ok := envRef(cfg.raw("global", "maxconn"))
+	if !ok || name != "HAPROXY_MAXCONN" {
+		t.Fatalf("global maxconn %s; want \"${HAPROXY_MAXCONN-...}\"", cfg.raw("global", "maxconn"))
+	}
+	for _, env := range [][]string{nil, {"HAPROXY_MAXCONN=8000", "HAPROXY_NOFILE=20000"}} {
+		s := loadCompose(t, env...).Services["haproxy"]
+		v := s.Environment["HAPROXY_MAXCONN"]
+		if v == nil {
+			t.Fatalf("compose does not pass HAPROXY_MAXCONN to haproxy")
+		}
+		if env == nil && *v != def {
+			t.Errorf("compose HAPROXY_MAXCONN default %s differs from haproxy.cfg's %s", *v, def)
+		}
+		maxconn, err := strconv.Atoi(*v)
+		if err != nil {
+			t.Fatalf("HAPROXY_MAXCONN %q: %v", *v, err)
+		}
+		nofile := s.Ulimits["nofile"]
+		if nofile == nil || nofile.Hard < 2*maxconn+200 || nofile.Soft != nofile.Hard {
+			t.Errorf("env %v: haproxy nofile %+v for maxconn %d; want soft = hard >= %d", env, nofile, maxconn, 2*maxconn+200)
+		}
+	}
 }
