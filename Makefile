@@ -9,7 +9,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS := .tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: build test test-short fuzz vet lint run ramp soak clean
+.PHONY: build test test-short fuzz vet lint run ramp soak images-offline clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen
@@ -54,6 +54,11 @@ ramp: build
 # docs/RELIABILITY.md).
 soak: build
 	./scripts/soak.sh
+
+# images-offline: local stand-ins for the base images (and the Compose plugin and buildx when
+# missing) on a machine whose Docker engine reaches no registry; see scripts/images-offline.sh.
+images-offline:
+	./scripts/images-offline.sh
 
 clean:
 	rm -rf $(BIN) .run
