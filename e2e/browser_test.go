@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
@@ -39,7 +40,8 @@ const browserWait = 20 * time.Second
 // like. Set UPDATE_SCREENSHOT=1 to rewrite docs/screenshot.png from the first page.
 func TestBrowserPage(t *testing.T) {
 	browser := startBrowser(t)
-	writer, fanout := startPageStack(t, browserPosts)
+	stack := startPageStack(t, browserPosts, nil, nil)
+	writer, fanout := stack.writer, stack.fanout
 	like(t, writer, http.MethodPost, "42", "seed-user", 1)
 
 	alice := openPage(t, browser, "alice", fanout.URL, 960, 640)
@@ -88,6 +90,20 @@ func TestBrowserPage(t *testing.T) {
 		alice.click("launch-day")
 		waitCounts(both, "launch-day", 1)
 		alice.waitPressed("launch-day", true)
+
+		// Every reconnect resumed from the last event id the page had seen (the query parameter
+		// likes.js sends), so the node sent what changed instead of everything.
+		for _, p := range both {
+			urls := p.streamRequests()
+			if len(urls) < 2 || strings.Contains(urls[0], "lastEventId=") {
+				t.Fatalf("%s: stream requests %q; want a first one without lastEventId and reconnects", p.name, urls)
+			}
+			for _, u := range urls[1:] {
+				if !strings.Contains(u, "lastEventId=") {
+					t.Errorf("%s: reconnect %s does not resume with lastEventId", p.name, u)
+				}
+			}
+		}
 	})
 
 	for _, p := range both {
@@ -99,20 +115,26 @@ func TestBrowserPage(t *testing.T) {
 }
 
 // TestBrowserPageWithToken checks the page's bearer-token path against a writer that requires
-// JWTs: without a token the like is refused, the page says so and takes its button back; with a
-// pasted token the like is stored as the token's subject.
+// JWTs: without a token the like shows at once, is refused with 401, and the page says so and
+// takes the heart and the count back; with a pasted token the like is stored as the token's
+// subject.
 func TestBrowserPageWithToken(t *testing.T) {
 	const secret = "e2e-browser-secret-at-least-32-bytes"
 	browser := startBrowser(t)
-	writer, fanout := startPageStack(t, "7", "AUTH_JWT_SECRET="+secret)
+	stack := startPageStack(t, "7", []string{"AUTH_JWT_SECRET=" + secret}, nil)
+	writer, fanout := stack.writer, stack.fanout
 	erin := openPage(t, browser, "erin", fanout.URL, 960, 640)
 	erin.waitState("live")
 	erin.waitCount("7", 0)
 
+	erin.recordPost("7")
 	erin.click("7")
-	erin.waitFor(`!document.getElementById("notice").hidden && document.getElementById("notice").textContent.includes("refused")`,
-		"a notice that the writer refused the anonymous like")
+	erin.waitNotice("refused")
 	erin.waitPressed("7", false)
+	// The heart and the count changed at once and were put back when the writer said 401.
+	if got, want := strings.Join(erin.history("7"), " "), "false/0 true/1 false/0"; got != want {
+		t.Errorf("post 7 showed %s; want %s (optimistic like, undone on 401)", got, want)
+	}
 	if got := storedCount(t, writer, "7"); got != 0 {
 		t.Fatalf("writer stores %d likes of post 7 after a refused like; want 0", got)
 	}
@@ -164,16 +186,22 @@ func bearerLike(t *testing.T, writer *Proc, token, post string) (int, string) {
 	return resp.StatusCode, strings.TrimSpace(string(body))
 }
 
+// pageStack is what a page test runs against.
+type pageStack struct {
+	redis          *redistest.Server
+	writer, fanout *Proc
+}
+
 // startPageStack starts Redis, a writer that allows exactly the page's origin (writerEnv added)
-// and a fanout node that serves the page with posts. The page's address is chosen first, so the
-// writer's CORS_ORIGINS can name it, as a deployment would.
-func startPageStack(t *testing.T, posts string, writerEnv ...string) (writer, fanout *Proc) {
+// and a fanout node that serves the page with posts (fanoutEnv added). The page's address is
+// chosen first, so the writer's CORS_ORIGINS can name it, as a deployment would.
+func startPageStack(t *testing.T, posts string, writerEnv, fanoutEnv []string) pageStack {
 	t.Helper()
 	redis := redistest.Start(t)
 	pageAddr := FreeAddr(t)
-	writer = StartWriter(t, redis.URL, append([]string{"CORS_ORIGINS=http://" + pageAddr}, writerEnv...)...)
-	fanout = startFanoutAt(t, pageAddr, redis.URL, "WRITER_PUBLIC_URL="+writer.URL, "PAGE_POSTS="+posts)
-	return writer, fanout
+	writer := StartWriter(t, redis.URL, append([]string{"CORS_ORIGINS=http://" + pageAddr}, writerEnv...)...)
+	fanout := startFanoutAt(t, pageAddr, redis.URL, append([]string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + posts}, fanoutEnv...)...)
+	return pageStack{redis: redis, writer: writer, fanout: fanout}
 }
 
 // startBrowser starts headless Debian chromium with a fresh profile; it stops when the test ends.
@@ -252,6 +280,7 @@ type browserPage struct {
 
 	mu       sync.Mutex
 	problems []string // uncaught exceptions and security (CSP, CORS) errors
+	streams  []string // URLs of the stream requests the page sent, in order
 }
 
 // openPage opens url in a new isolated browser context with a width x height viewport.
@@ -272,6 +301,12 @@ func openPage(t *testing.T, browser context.Context, name, url string, width, he
 func (p *browserPage) record(ev any) {
 	var problem string
 	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if strings.Contains(ev.Request.URL, "/sse?") {
+			p.mu.Lock()
+			p.streams = append(p.streams, ev.Request.URL)
+			p.mu.Unlock()
+		}
 	case *runtime.EventExceptionThrown:
 		problem = "exception: " + ev.ExceptionDetails.Text
 		if ev.ExceptionDetails.Exception != nil {
@@ -288,6 +323,13 @@ func (p *browserPage) record(ev any) {
 		p.problems = append(p.problems, problem)
 		p.mu.Unlock()
 	}
+}
+
+// streamRequests returns the URLs of the stream requests the page sent so far.
+func (p *browserPage) streamRequests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.streams...)
 }
 
 func (p *browserPage) checkNoProblems() {
@@ -323,6 +365,52 @@ func (p *browserPage) describe() string {
 		return "unreadable: " + err.Error()
 	}
 	return s
+}
+
+// eval returns the value of a JavaScript expression in the page, as a string.
+func (p *browserPage) eval(expr string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(`+expr+`)`))
+	if err != nil {
+		p.t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
+	}
+	return s
+}
+
+// recordPost starts keeping every state the post's heart and count show, as "pressed/count"
+// (for example "true/3"), so a test can see an optimistic change that was undone a moment later.
+// A MutationObserver runs in the page; each batch of changes adds one entry.
+func (p *browserPage) recordPost(post string) {
+	p.t.Helper()
+	p.eval(fmt.Sprintf(`(() => {
+		const li = document.querySelector('li[data-post=%q]');
+		const state = () => li.querySelector(".like").getAttribute("aria-pressed") + "/" + li.querySelector(".count-value").dataset.count;
+		const log = [state()];
+		(window.likesHistory ||= {})[%q] = log;
+		new MutationObserver(() => { if (log[log.length - 1] !== state()) log.push(state()); })
+			.observe(li, { subtree: true, attributes: true, attributeFilter: ["aria-pressed", "data-count"] });
+	})()`, post, post))
+}
+
+// history returns what the post showed since recordPost, oldest first.
+func (p *browserPage) history(post string) []string {
+	p.t.Helper()
+	return strings.Split(p.eval(fmt.Sprintf(`window.likesHistory[%q].join(",")`, post)), ",")
+}
+
+// waitNotice waits for the notice to show text containing want.
+func (p *browserPage) waitNotice(want string) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf(`!document.getElementById("notice").hidden && document.getElementById("notice").textContent.includes(%q)`, want),
+		fmt.Sprintf("a notice saying %q", want))
+}
+
+// clearNotice hides the notice, so waitNotice can tell a new one from the last.
+func (p *browserPage) clearNotice() {
+	p.t.Helper()
+	p.eval(`(() => { const n = document.getElementById("notice"); n.hidden = true; n.textContent = ""; })()`)
 }
 
 // waitFor waits until the JavaScript expression is truthy in the page.
