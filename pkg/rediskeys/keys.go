@@ -7,7 +7,10 @@
 // sharded pub/sub (SPUBLISH) is served by the shard that owns the post.
 package rediskeys
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // DefaultPrefix is prepended to every key unless configured otherwise.
 const DefaultPrefix = "likes:"
@@ -52,6 +55,16 @@ func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + us
 
 // Channel is the pub/sub channel that carries the post's updates.
 func (s Scheme) Channel(postID string) string { return s.post(postID, ":ch") }
+
+// Watching is the total number of viewers of the post across all fanout nodes during one
+// watching interval: every node with local viewers adds its own number (INCRBY) once per
+// interval, under the interval's index (unix time / interval), and the key expires a few intervals
+// later. Readers read the interval before the current one, which every node has finished adding
+// to. A node that stops adding (it died, its viewers left) is absent from the next interval's
+// total: nobody has to remove its share.
+func (s Scheme) Watching(postID string, interval int64) string {
+	return s.post(postID, ":w:"+strconv.FormatInt(interval, 10))
+}
 
 // PostFromChannel returns the post id of a channel built by Channel, and false for any other name.
 func (s Scheme) PostFromChannel(channel string) (string, bool) {

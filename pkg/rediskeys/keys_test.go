@@ -15,6 +15,7 @@ func TestSchemeKeys(t *testing.T) {
 		{"channel", s.Channel("42"), "likes:{42}:ch"},
 		{"prefix", New("app:").Count("a-b"), "app:{a-b}:count"},
 		{"rate limit", s.RateLimit("alice"), "likes:rate:alice"},
+		{"watching", s.Watching("42", 881250000), "likes:{42}:w:881250000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,8 +2,15 @@ package sse
 
 import "strconv"
 
-// EventCount is the event name of a count update.
-const EventCount = "count"
+// Event names. A count update carries an id (what a reconnecting browser sends back as
+// Last-Event-ID); a watching number never does, so it cannot move a stream's resume point.
+const (
+	EventCount    = "count"
+	EventWatching = "watching"
+)
+
+// AppendWatching appends a watching event: `event: watching\ndata: <data>\n\n`, with no id line.
+func AppendWatching(dst, data []byte) []byte { return AppendEvent(dst, nil, EventWatching, data) }
 
 // AppendEvent appends one event frame: `id: <id>\nevent: <event>\ndata: <data>\n\n`. id and event
 // are omitted when empty. data must not contain a newline (every payload here is one JSON line).

@@ -123,3 +123,23 @@ func FuzzDecoderSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestWatchingFrame pins the watching event byte for byte and checks that a decoder sees it
+// without an id, so the stream's last id stays the count event's.
+func TestWatchingFrame(t *testing.T) {
+	data := []byte(`{"post_id":"42","watching":12345,"ts":1700000000000000}`)
+	got := AppendWatching(nil, data)
+	want := "event: watching\ndata: {\"post_id\":\"42\",\"watching\":12345,\"ts\":1700000000000000}\n\n"
+	if string(got) != want {
+		t.Fatalf("got %q; want %q", got, want)
+	}
+	stream := AppendEvent(nil, []byte("7"), EventCount, []byte(`{"post_id":"42","count":7,"ts":1}`))
+	stream = append(stream, got...)
+	events, _ := decodeAll(t, stream)
+	if len(events) != 2 {
+		t.Fatalf("got %d events; want 2", len(events))
+	}
+	if w := events[1]; w.event != EventWatching || w.hasID || w.data != string(data) {
+		t.Errorf("watching event decoded as %+v; want event watching, no id, data %s", w, data)
+	}
+}

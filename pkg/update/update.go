@@ -60,19 +60,26 @@ func Parse(b []byte) (Update, error) {
 // ParseCount is Parse for callers that need only the numbers of a post they already know, such as
 // a load generator reading thousands of events per second: it never allocates.
 func ParseCount(b []byte) (count, ts int64, err error) {
+	_, count, ts, err = SplitCount(b)
+	return count, ts, err
+}
+
+// SplitCount is ParseCount for a reader of several posts: it also returns the post id, which
+// aliases b. It never allocates.
+func SplitCount(b []byte) (post []byte, count, ts int64, err error) {
 	rest, ok := bytes.CutPrefix(b, prefixPost)
 	if !ok {
-		return 0, 0, ErrMalformed
+		return nil, 0, 0, ErrMalformed
 	}
 	i := bytes.IndexByte(rest, '"')
 	if i < 0 {
-		return 0, 0, ErrMalformed
+		return nil, 0, 0, ErrMalformed
 	}
 	count, ts, ok = parseNumbers(rest[i:])
 	if !ok {
-		return 0, 0, ErrMalformed
+		return nil, 0, 0, ErrMalformed
 	}
-	return count, ts, nil
+	return rest[:i], count, ts, nil
 }
 
 func parseFast(b []byte) (Update, bool) {
