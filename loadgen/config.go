@@ -40,6 +40,9 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		"fanout-svc base URLs, comma-separated, or one URL whose host resolves to several addresses (one node each)")
 	set.List(&conns, "conns", "LOADGEN_CONNS", "2000,10000,20000,64000", "viewers per phase, increasing, comma-separated")
 	set.Int(&cfg.Posts, "posts", "LOADGEN_POSTS", 10, "posts; viewer i watches post i mod posts")
+	set.Int(&cfg.Feed, "feed", "LOADGEN_FEED", 0,
+		"posts each viewer follows on one /sse?posts= stream (a feed): post i mod posts and the next feed-1; 0 = one post per stream")
+	set.String(&cfg.Redis, "redis", "LOADGEN_REDIS", "", "redis-server host:port whose CPU (INFO cpu) each phase reports; empty = not read")
 	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
 	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
 	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")

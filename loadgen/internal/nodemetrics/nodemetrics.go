@@ -17,6 +17,9 @@ const (
 	CPUSeconds = "process_cpu_seconds_total"
 	RSSBytes   = "process_resident_memory_bytes"
 	Viewers    = "likes_fanout_viewers"
+	// WatchingReports counts the (post, interval) numbers a node added to Redis's watching
+	// totals: what the watching feature asks of Redis.
+	WatchingReports = "likes_fanout_watching_reports_total"
 )
 
 // Sample is one reading of a node.
@@ -25,6 +28,8 @@ type Sample struct {
 	CPUSeconds float64
 	RSSBytes   float64
 	Viewers    float64 // NaN when the node does not export the gauge
+	// WatchingReports is the node's watching reports so far; NaN when it exports none.
+	WatchingReports float64
 }
 
 // Scrape reads base+"/metrics".
@@ -46,7 +51,7 @@ func Scrape(ctx context.Context, client *http.Client, base string) (Sample, erro
 	if err != nil {
 		return Sample{}, fmt.Errorf("scrape %s: %w", base, err)
 	}
-	s := Sample{At: time.Now(), Viewers: math.NaN()}
+	s := Sample{At: time.Now(), Viewers: math.NaN(), WatchingReports: math.NaN()}
 	var ok bool
 	if s.CPUSeconds, ok = sum(families[CPUSeconds]); !ok {
 		return Sample{}, fmt.Errorf("scrape %s: no %s", base, CPUSeconds)
@@ -56,6 +61,9 @@ func Scrape(ctx context.Context, client *http.Client, base string) (Sample, erro
 	}
 	if v, ok := sum(families[Viewers]); ok {
 		s.Viewers = v
+	}
+	if v, ok := sum(families[WatchingReports]); ok {
+		s.WatchingReports = v
 	}
 	return s, nil
 }

@@ -102,3 +102,20 @@ func TestCPUPercent(t *testing.T) {
 		t.Fatalf("CPUPercent = %v; want 75", got)
 	}
 }
+
+func TestScrapeWatchingReports(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	s, err := Scrape(context.Background(), srv.Client(), srv.URL)
+	if err != nil || !math.IsNaN(s.WatchingReports) {
+		t.Fatalf("without the counter: %v, %v; want NaN", s.WatchingReports, err)
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: WatchingReports, Help: "reports"})
+	c.Add(42)
+	reg.MustRegister(c)
+	if s, err = Scrape(context.Background(), srv.Client(), srv.URL); err != nil || s.WatchingReports != 42 {
+		t.Fatalf("with the counter at 42: %v, %v", s.WatchingReports, err)
+	}
+}

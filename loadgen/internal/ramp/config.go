@@ -12,6 +12,8 @@ type Config struct {
 	Nodes           []string // fanout-svc base URLs, one per node
 	Conns           []int    // viewers per phase, increasing
 	Posts           int
+	Feed            int     // posts each viewer follows on one stream (0 or 1: single-post streams)
+	Redis           string  // redis host:port whose INFO cpu the phases report; "" = not read
 	PostPrefix      string  // post ids are PostPrefix-0, PostPrefix-1, ...
 	UserPrefix      string  // user ids are UserPrefix<n>
 	Writers         int     // closed-loop writers (when Rate is 0)
@@ -49,6 +51,8 @@ func (c *Config) Validate() error {
 		return errors.New("--writers must be at least 1 (or set --rate)")
 	case c.Window <= 0 || c.Warmup < 0:
 		return errors.New("--window must be positive and --warmup not negative")
+	case c.Feed < 0 || c.Feed > 64 || c.Feed > c.Posts:
+		return errors.New("--feed must be 0-64 and at most --posts")
 	case c.PerWorker < 1:
 		return errors.New("viewers per worker must be at least 1")
 	}

@@ -23,13 +23,15 @@ const saturationPct = 85
 
 // sample is everything read at the start and at the end of a window.
 type sample struct {
-	at     time.Time
-	max    []int64 // highest acknowledged count per post
-	status worker.Status
-	nodes  []nodemetrics.Sample
-	writer nodemetrics.Sample // zero when the writer has no usable /metrics
-	ownCPU time.Duration
-	cores  procstat.CoreTimes
+	at      time.Time
+	max     []int64 // highest acknowledged count per post
+	status  worker.Status
+	nodes   []nodemetrics.Sample
+	writer  nodemetrics.Sample // zero when the writer has no usable /metrics
+	ownCPU  time.Duration
+	cores   procstat.CoreTimes
+	redis   time.Duration // Redis's CPU time, when redisOK
+	redisOK bool
 }
 
 func (r *Ramp) sample(ctx context.Context) (sample, error) {
@@ -40,6 +42,7 @@ func (r *Ramp) sample(ctx context.Context) (sample, error) {
 	wg.Go(func() { s.status, err = r.pool.status() })
 	wg.Go(func() { s.nodes = r.scrapeNodes(ctx) })
 	wg.Go(func() { s.writer, _ = nodemetrics.Scrape(ctx, r.client, r.cfg.Writer) })
+	wg.Go(func() { s.redis, s.redisOK = r.redisCPU(ctx) })
 	wg.Wait()
 	return s, err
 }
@@ -77,8 +80,8 @@ func (r *Ramp) phase(ctx context.Context, i, wanted int) (report.Phase, error) {
 	for _, rep := range replies {
 		for p, n := range rep.Begin.Viewers {
 			viewers[p] += n
-			ph.ConnsOpen += n
 		}
+		ph.ConnsOpen += rep.Begin.Open
 	}
 	win := &likes.Window{Start: t0, End: t1}
 	r.load.Recorder().SetWindow(win)
@@ -247,6 +250,11 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	ph.LikeP50Ms = report.Float(f.win.Latency.Quantile(0.5) / 1000)
 	ph.LikeP99Ms = report.Float(f.win.Latency.Quantile(0.99) / 1000)
 	ph.EventsPerSec = float64(f.s1.status.Events-f.s0.status.Events) / dt
+	ph.WatchingPerSec = float64(f.s1.status.Watching-f.s0.status.Watching) / dt
+	ph.RedisCPUPct = report.Float(math.NaN())
+	if f.s0.redisOK && f.s1.redisOK {
+		ph.RedisCPUPct = report.Float((f.s1.redis - f.s0.redis).Seconds() / dt * 100)
+	}
 
 	received := make([]int64, len(r.posts))
 	var lat hist.Histogram
@@ -293,7 +301,7 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 }
 
 func (r *Ramp) fillNodes(ph *report.Phase, f figures) {
-	var cpuSum, growIdle, viewersIdle, grow, viewersEnd float64
+	var cpuSum, growIdle, viewersIdle, grow, viewersEnd, reports float64
 	cpuKnown, estimated := true, false
 	for n, url := range r.cfg.Nodes {
 		node := report.Node{URL: url, CPUPct: report.Float(math.NaN())}
@@ -301,6 +309,7 @@ func (r *Ramp) fillNodes(ph *report.Phase, f figures) {
 		if !f.s0.nodes[n].At.IsZero() && !end.At.IsZero() {
 			node.CPUPct = report.Float(nodemetrics.CPUPercent(f.s0.nodes[n], end))
 			cpuSum += float64(node.CPUPct)
+			reports += end.WatchingReports - f.s0.nodes[n].WatchingReports // NaN if a node has none
 		} else {
 			cpuKnown = false
 		}
@@ -326,9 +335,10 @@ func (r *Ramp) fillNodes(ph *report.Phase, f figures) {
 		}
 		ph.Nodes = append(ph.Nodes, node)
 	}
-	ph.NodesCPUPct = report.Float(math.NaN())
+	ph.NodesCPUPct, ph.WatchingReportsPerSec = report.Float(math.NaN()), report.Float(math.NaN())
 	if cpuKnown {
 		ph.NodesCPUPct = report.Float(cpuSum)
+		ph.WatchingReportsPerSec = report.Float(reports / f.s1.at.Sub(f.s0.at).Seconds())
 	}
 	if estimated {
 		ph.Notes = append(ph.Notes, "a node exports no "+nodemetrics.Viewers+" gauge: its viewers are estimated as an even share of ours")

@@ -24,6 +24,7 @@ func newPool(cfg *Config, posts []string, stderr io.Writer) *pool {
 		Nodes:         cfg.Nodes,
 		Sources:       cfg.Sources,
 		Posts:         posts,
+		Feed:          cfg.Feed,
 		ReadBuffer:    cfg.ReadBuffer,
 		DialTimeoutMS: int(cfg.ConnectTimeout.Milliseconds()),
 	}}
@@ -123,6 +124,7 @@ func (p *pool) status() (worker.Status, error) {
 		total.Refused += s.Refused
 		total.Dropped += s.Dropped
 		total.Events += s.Events
+		total.Watching += s.Watching
 		total.Malformed += s.Malformed
 		total.CPUMicros += s.CPUMicros
 		for k, n := range s.Errors {

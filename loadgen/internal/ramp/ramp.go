@@ -12,9 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/likes/likes/loadgen/internal/likes"
 	"github.com/likes/likes/loadgen/internal/nodemetrics"
 	"github.com/likes/likes/loadgen/internal/procstat"
+	"github.com/likes/likes/loadgen/internal/rediscpu"
 	"github.com/likes/likes/loadgen/internal/report"
 )
 
@@ -29,7 +32,8 @@ type Ramp struct {
 	progress *progress
 	pool     *pool
 	load     *likes.Load
-	client   *http.Client // metrics and counts
+	client   *http.Client  // metrics and counts
+	redis    *redis.Client // INFO cpu; nil without cfg.Redis
 	baseline []nodemetrics.Sample
 	genCPUs  int
 }
@@ -51,7 +55,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	}
 	res := &report.Result{
 		Started: time.Now().UTC().Format(time.RFC3339), Command: cfg.Command, Writer: cfg.Writer,
-		Nodes: cfg.Nodes, Posts: cfg.Posts, Mode: cfg.Mode(), Warmup: cfg.Warmup.String(),
+		Nodes: cfg.Nodes, Posts: cfg.Posts, Feed: cfg.Feed, Mode: cfg.Mode(), Warmup: cfg.Warmup.String(),
 		Window: cfg.Window.String(), Sources: len(cfg.Sources), GenCPUs: r.genCPUs, MemMethod: MemMethod,
 	}
 	if soft, err := procstat.RaiseNoFile(); err != nil {
@@ -65,6 +69,10 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	defer r.load.Close()
 	r.pool = newPool(&r.cfg, r.posts, stderr)
 	defer r.pool.close()
+	if cfg.Redis != "" {
+		r.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis})
+		defer r.redis.Close()
+	}
 
 	if err := r.checkWriter(ctx); err != nil {
 		return res, err
@@ -163,6 +171,19 @@ func (r *Ramp) scrapeNodes(ctx context.Context) []nodemetrics.Sample {
 		r.progress.line("loadgen: %s", f)
 	}
 	return out
+}
+
+// redisCPU returns Redis's CPU time so far, and false without --redis or when it cannot be read.
+func (r *Ramp) redisCPU(ctx context.Context) (time.Duration, bool) {
+	if r.redis == nil {
+		return 0, false
+	}
+	cpu, err := rediscpu.Read(ctx, r.redis)
+	if err != nil {
+		r.progress.line("loadgen: %v", err)
+		return 0, false
+	}
+	return cpu, true
 }
 
 // rss returns a sample's RSS, NaN for a failed scrape.

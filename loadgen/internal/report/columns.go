@@ -38,9 +38,12 @@ var columns = []column{
 	{"events/node-CPU-s", "events_per_node_cpu_sec", func(p *Phase) string { return p.EventsPerNodeCPUSec.format(0) }},
 	{"writer CPU%", "writer_cpu_pct", func(p *Phase) string { return pct0(p.WriterCPUPct) }},
 	{"likes/writer-CPU-s", "likes_per_writer_cpu_sec", func(p *Phase) string { return p.LikesPerWriterCPUSec.format(0) }},
+	{"redis CPU%", "redis_cpu_pct", func(p *Phase) string { return p.RedisCPUPct.format(1) }},
 	{"KiB/conn idle", "mem_per_conn_idle_kib", func(p *Phase) string { return kib(p.MemPerConnIdleB) }},
 	{"KiB/conn", "mem_per_conn_kib", func(p *Phase) string { return kib(p.MemPerConnB) }},
 	{"gen CPU%", "generator_cpu_pct", func(p *Phase) string { return pct0(p.GenCPUPct) }},
 	{"gen cores busy%", "generator_cores_busy_pct", func(p *Phase) string { return pct0(p.GenCoreBusyPct) }},
 	{"gen saturated", "generator_saturated", func(p *Phase) string { return yes(p.GenSaturated) }},
+	{"watching/s", "watching_per_sec", func(p *Phase) string { return f0(p.WatchingPerSec) }},
+	{"watch reports/s", "watching_reports_per_sec", func(p *Phase) string { return p.WatchingReportsPerSec.format(0) }},
 }

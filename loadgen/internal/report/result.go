@@ -7,6 +7,7 @@ type Result struct {
 	Writer    string   `json:"writer"`
 	Nodes     []string `json:"fanout_nodes"`
 	Posts     int      `json:"posts"`
+	Feed      int      `json:"feed"` // posts per viewer stream; 0: one post each
 	Mode      string   `json:"mode"` // "closed loop, 500 writers" or "open loop, 2000 likes/s"
 	Warmup    string   `json:"warmup"`
 	Window    string   `json:"window"`
@@ -58,6 +59,14 @@ type Phase struct {
 	LikesPerWriterCPUSec Float `json:"likes_per_writer_cpu_sec"`
 	MemPerConnIdleB      Float `json:"mem_per_conn_idle_bytes"`
 	MemPerConnB          Float `json:"mem_per_conn_bytes"`
+	// RedisCPUPct is redis-server's CPU over the window (INFO cpu), % of one core; null
+	// without --redis.
+	RedisCPUPct Float `json:"redis_cpu_pct"`
+	// WatchingPerSec is watching events received per second by all viewers.
+	WatchingPerSec float64 `json:"watching_per_sec"`
+	// WatchingReportsPerSec is (post, interval) numbers all nodes added to Redis per second;
+	// null when the nodes export no such counter.
+	WatchingReportsPerSec Float `json:"watching_reports_per_sec"`
 
 	Nodes []Node   `json:"nodes"`
 	Posts []Post   `json:"posts"`

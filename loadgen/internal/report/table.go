@@ -10,8 +10,12 @@ import (
 // Table writes the ramp as aligned text: a row per phase, then each node per phase, then notes.
 // Latencies are milliseconds; CPU is percent of one core.
 func Table(w io.Writer, r *Result) error {
-	fmt.Fprintf(w, "ramp: %s, %d posts, warmup %s, window %s, %d fanout node(s), generator on %d CPU(s)\n",
-		r.Mode, r.Posts, r.Warmup, r.Window, len(r.Nodes), r.GenCPUs)
+	feed := ""
+	if r.Feed > 1 {
+		feed = fmt.Sprintf(" (each viewer follows %d on one stream)", r.Feed)
+	}
+	fmt.Fprintf(w, "ramp: %s, %d posts%s, warmup %s, window %s, %d fanout node(s), generator on %d CPU(s)\n",
+		r.Mode, r.Posts, feed, r.Warmup, r.Window, len(r.Nodes), r.GenCPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	heads := make([]string, len(columns))
 	for k, c := range columns {

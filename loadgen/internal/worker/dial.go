@@ -19,9 +19,10 @@ type target struct {
 	request []byte // the whole GET request
 }
 
-// newTargets builds one target per (node, post), resolving each node's host once; the request
-// bytes are built once and shared.
-func newTargets(ctx context.Context, nodes, posts []string) ([][]target, error) {
+// newTargets builds one target per (node, first post), resolving each node's host once; the
+// request bytes are built once and shared. With feed > 1 the request follows feed posts from
+// the first on, wrapping around, on one /sse?posts= stream.
+func newTargets(ctx context.Context, nodes, posts []string, feed int) ([][]target, error) {
 	out := make([][]target, len(nodes))
 	for n, raw := range nodes {
 		u, err := url.Parse(raw)
@@ -34,13 +35,25 @@ func newTargets(ctx context.Context, nodes, posts []string) ([][]target, error) 
 		}
 		base := strings.TrimSuffix(u.Path, "/")
 		out[n] = make([]target, len(posts))
-		for p, post := range posts {
-			req := "GET " + base + "/sse/" + post + " HTTP/1.1\r\nHost: " + u.Host +
+		for p := range posts {
+			req := "GET " + base + streamPath(posts, p, feed) + " HTTP/1.1\r\nHost: " + u.Host +
 				"\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\nUser-Agent: likes-loadgen\r\n\r\n"
 			out[n][p] = target{addr: addr, request: []byte(req)}
 		}
 	}
 	return out, nil
+}
+
+// streamPath is the stream of a viewer whose first post is posts[first].
+func streamPath(posts []string, first, feed int) string {
+	if feed <= 1 {
+		return "/sse/" + posts[first]
+	}
+	ids := make([]string, feed)
+	for k := range ids {
+		ids[k] = posts[(first+k)%len(posts)]
+	}
+	return "/sse?posts=" + strings.Join(ids, ",")
 }
 
 func resolve(ctx context.Context, u *url.URL) (netip.AddrPort, error) {

@@ -27,11 +27,13 @@ const (
 
 // Init configures a worker: where viewers connect and what they watch. A viewer's global index i
 // decides its post (i mod posts), its node ((i / posts) mod nodes, so every post has viewers on
-// every node) and its source address (i mod sources).
+// every node) and its source address (i mod sources). With Feed > 1 the viewer follows Feed
+// posts on one /sse?posts= stream: post i mod posts and the Feed-1 after it (wrapping around).
 type Init struct {
 	Nodes         []string `json:"nodes"`   // fanout base URLs
 	Sources       []string `json:"sources"` // local source IPs; empty = kernel's choice
 	Posts         []string `json:"posts"`
+	Feed          int      `json:"feed,omitempty"` // posts per stream; 0 or 1: one post, /sse/{post}
 	ReadBuffer    int      `json:"read_buffer"`
 	DialTimeoutMS int      `json:"dial_timeout_ms"`
 }
@@ -52,8 +54,8 @@ type Begin struct {
 	WindowEndUS   int64   `json:"window_end_us"`
 }
 
-// Converge asks how many of the phase's viewers show Final[p] for their post, waiting up to
-// TimeoutMS for all of them to.
+// Converge asks how many of the phase's viewers show Final[p] for every post they follow,
+// waiting up to TimeoutMS for all of them to.
 type Converge struct {
 	Final     []int64 `json:"final"`
 	TimeoutMS int     `json:"timeout_ms"`
@@ -83,6 +85,7 @@ type Status struct {
 	Refused    int            `json:"refused"`
 	Dropped    int            `json:"dropped"`
 	Events     int64          `json:"events"`
+	Watching   int64          `json:"watching"` // watching events (not counted in Events)
 	Malformed  int64          `json:"malformed"`
 	CPUMicros  int64          `json:"cpu_us"`
 	AtUS       int64          `json:"at_us"`
@@ -90,9 +93,11 @@ type Status struct {
 	NoFileSoft uint64         `json:"nofile_soft"`
 }
 
-// BeginReply gives the viewers of each post that the phase measures (those open at Begin).
+// BeginReply gives the viewers of each post that the phase measures (those open at Begin); a
+// feed viewer counts once for each of its posts.
 type BeginReply struct {
 	Viewers []int `json:"viewers"`
+	Open    int   `json:"open"` // viewers the phase measures
 }
 
 // ConvergeReply says how many of the phase's viewers showed the final count, and when the last of

@@ -25,14 +25,14 @@ const (
 // fd, requested, stream and nowUS; other goroutines read the atomics.
 type viewer struct {
 	w      *Worker
-	post   int
+	post   int // its (first) post
 	shard  int
 	target target
 	source netip.Addr
 
 	state   atomic.Int32
-	last    atomic.Int64 // newest count received; -1 before any
-	inPhase atomic.Bool  // open when the current phase began: its deliveries are measured
+	last    []atomic.Int64 // newest count received of each post it follows; -1 before any
+	inPhase atomic.Bool    // open when the current phase began: its deliveries are measured
 
 	fd        int
 	deadline  time.Time // for the handshake
@@ -81,16 +81,39 @@ func (v *viewer) fail(state int32, why string) {
 // emit handles one event; it runs on the loop's goroutine and allocates nothing.
 func (v *viewer) emit(e *sse.Event) {
 	if string(e.Event) != sse.EventCount {
+		if string(e.Event) == sse.EventWatching {
+			v.w.watching.Add(1)
+		}
 		return
 	}
-	count, ts, err := update.ParseCount(e.Data)
-	if err != nil {
+	post, slot, count, ts, ok := v.parse(e.Data)
+	if !ok {
 		v.w.malformed.Add(1)
 		return
 	}
-	v.last.Store(count)
+	v.last[slot].Store(count)
 	v.w.events.Add(1)
 	if ph := v.w.phase.Load(); ph != nil && v.inPhase.Load() {
-		ph.record(v.post, v.shard, count, ts, v.nowUS)
+		ph.record(post, v.shard, count, ts, v.nowUS)
 	}
+}
+
+// parse reads a count event: which post (and which of the viewer's slots) and its numbers. A
+// single-post viewer knows its post; a feed viewer looks the id up (a map index with a []byte
+// key converted in place does not allocate).
+func (v *viewer) parse(data []byte) (post, slot int, count, ts int64, ok bool) {
+	if len(v.last) == 1 {
+		count, ts, err := update.ParseCount(data)
+		return v.post, 0, count, ts, err == nil
+	}
+	id, count, ts, err := update.SplitCount(data)
+	if err != nil {
+		return 0, 0, 0, 0, false
+	}
+	post, known := v.w.postIndex[string(id)]
+	slot = (post - v.post + v.w.posts) % v.w.posts
+	if !known || slot >= len(v.last) {
+		return 0, 0, 0, 0, false // a post this viewer does not follow
+	}
+	return post, slot, count, ts, true
 }

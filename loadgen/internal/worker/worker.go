@@ -25,13 +25,18 @@ const maxHandshakes = 512
 // maxReasons bounds the distinct failure reasons kept.
 const maxReasons = 16
 
+// maxFeed is the most posts one fanout stream may follow.
+const maxFeed = 64
+
 // Worker holds viewers and answers the coordinator's requests.
 type Worker struct {
 	posts      int
-	targets    [][]target    // [node][post]
-	sources    []netip.Addr  // empty: the kernel's choice
-	loops      []*loop       // one epoll reader per usable CPU
-	handshakes chan struct{} // semaphore of maxHandshakes
+	feed       int            // posts per viewer (1: single-post streams)
+	postIndex  map[string]int // post id -> index, for feed streams
+	targets    [][]target     // [node][first post]
+	sources    []netip.Addr   // empty: the kernel's choice
+	loops      []*loop        // one epoll reader per usable CPU
+	handshakes chan struct{}  // semaphore of maxHandshakes
 
 	mu      sync.Mutex // guards viewers, reasons, connectCancel
 	viewers []*viewer
@@ -40,7 +45,7 @@ type Worker struct {
 	connectCancel context.CancelFunc
 
 	wanted, pending, open, failedN, refused, droppedN atomic.Int64
-	events, malformed                                 atomic.Int64
+	events, watching, malformed                       atomic.Int64
 	closing                                           atomic.Bool
 	phase                                             atomic.Pointer[phase]
 
@@ -129,9 +134,17 @@ func (w *Worker) init(ctx context.Context, in *Init) error {
 	if w.loops != nil {
 		return errors.New("init twice")
 	}
-	targets, err := newTargets(ctx, in.Nodes, in.Posts)
+	feed := max(in.Feed, 1)
+	if feed > len(in.Posts) || feed > maxFeed {
+		return fmt.Errorf("a feed of %d posts needs at least that many posts and at most %d", feed, maxFeed)
+	}
+	targets, err := newTargets(ctx, in.Nodes, in.Posts, feed)
 	if err != nil {
 		return err
+	}
+	w.feed, w.postIndex = feed, make(map[string]int, len(in.Posts))
+	for p, id := range in.Posts {
+		w.postIndex[id] = p
 	}
 	if w.sources, err = parseSources(in.Sources); err != nil {
 		return err
@@ -232,11 +245,14 @@ func (w *Worker) newViewer(index int) *viewer {
 		shard:  index % latencyShards,
 		target: w.targets[node][post],
 		fd:     -1,
+		last:   make([]atomic.Int64, w.feed),
 	}
 	if len(w.sources) > 0 {
 		v.source = w.sources[index%len(w.sources)]
 	}
-	v.last.Store(-1)
+	for k := range v.last {
+		v.last[k].Store(-1)
+	}
 	v.emitFn = v.emit
 	w.mu.Lock()
 	w.viewers = append(w.viewers, v)
@@ -294,6 +310,7 @@ func (w *Worker) status() *Status {
 		Refused:   int(w.refused.Load()),
 		Dropped:   int(w.droppedN.Load()),
 		Events:    w.events.Load(),
+		Watching:  w.watching.Load(),
 		Malformed: w.malformed.Load(),
 		CPUMicros: procstat.CPU().Microseconds(),
 		AtUS:      time.Now().UnixMicro(),
@@ -332,7 +349,10 @@ func (w *Worker) begin(b *Begin) (*BeginReply, error) {
 		open := v.state.Load() == stateOpen
 		v.inPhase.Store(open)
 		if open {
-			rep.Viewers[v.post]++
+			rep.Open++
+			for k := range v.last {
+				rep.Viewers[(v.post+k)%w.posts]++
+			}
 		}
 	}
 	return rep, nil
@@ -360,7 +380,7 @@ func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, err
 				continue
 			}
 			rep.Total++
-			if v.last.Load() == c.Final[v.post] {
+			if w.converged(v, c.Final) {
 				rep.Converged++
 			}
 		}
@@ -373,6 +393,16 @@ func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, err
 			return rep, ctx.Err()
 		}
 	}
+}
+
+// converged reports whether v shows the final count of every post it follows.
+func (w *Worker) converged(v *viewer, final []int64) bool {
+	for k := range v.last {
+		if v.last[k].Load() != final[(v.post+k)%w.posts] {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *Worker) report(r *ReportRange) (*Report, error) {
