@@ -14,13 +14,16 @@ import (
 
 // Viewer is an SSE client that behaves like a browser's EventSource: it reconnects after the
 // server's retry delay, sends Last-Event-ID, and remembers the newest count of every post. It also
-// records any update that went backwards (an older version after a newer one).
+// records any update that went backwards (an older version after a newer one), and the newest
+// watching number of every post.
 type Viewer struct {
 	url string
 
 	mu         sync.Mutex
 	counts     map[string]int64
 	versions   map[string]int64
+	watching   map[string]int64
+	watchingID int // watching events that carried an id (there must be none)
 	events     int
 	backwards  int
 	connects   int
@@ -35,7 +38,8 @@ type Viewer struct {
 
 // Watch connects a viewer to url (a fanout /sse URL) and keeps it connected until the test ends.
 func Watch(t testing.TB, url string) *Viewer {
-	v := &Viewer{url: url, counts: map[string]int64{}, versions: map[string]int64{}, retry: time.Second, done: make(chan struct{})}
+	v := &Viewer{url: url, counts: map[string]int64{}, versions: map[string]int64{}, watching: map[string]int64{},
+		retry: time.Second, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	go v.loop(ctx) // exits when Close cancels ctx
@@ -111,6 +115,15 @@ func (v *Viewer) handle(e *sse.Event) {
 	if e.HasID {
 		v.lastID = string(e.ID)
 	}
+	if string(e.Event) == sse.EventWatching {
+		if w, err := update.ParseWatching(e.Data); err == nil {
+			v.watching[w.PostID] = w.Watching
+		}
+		if e.HasID {
+			v.watchingID++
+		}
+		return
+	}
 	if string(e.Event) != sse.EventCount {
 		return
 	}
@@ -133,6 +146,22 @@ func (v *Viewer) Count(post string) (int64, bool) {
 	defer v.mu.Unlock()
 	c, ok := v.counts[post]
 	return c, ok
+}
+
+// Watching returns the newest watching number seen for post and whether any was seen.
+func (v *Viewer) Watching(post string) (int64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n, ok := v.watching[post]
+	return n, ok
+}
+
+// LastID returns the id a reconnect would send as Last-Event-ID, and how many watching events
+// carried an id.
+func (v *Viewer) LastID() (id string, watchingWithID int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lastID, v.watchingID
 }
 
 // Stats returns events received, updates that went backwards, and successful connects.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/stream"
+	"github.com/likes/likes/fanout-svc/internal/watching"
 	"github.com/likes/likes/fanout-svc/internal/web"
 	"github.com/likes/likes/pkg/envflag"
 	"github.com/likes/likes/pkg/redisconn"
@@ -27,6 +28,7 @@ type config struct {
 	Hub         hub.Config
 	Stream      stream.Config
 	Page        web.Config
+	Watching    watching.Config
 	LogLevel    string
 	DrainWindow time.Duration
 	RedisGrace  time.Duration
@@ -51,6 +53,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.Duration(&c.Hub.StallTimeout, "stall-timeout", "STALL_TIMEOUT", 60*time.Second, "drop a viewer whose socket has not drained for this long; 0 = never")
 	s.Int(&c.Hub.SendBuffer, "send-buffer", "SEND_BUFFER", 64<<10, "kernel send buffer per viewer socket in bytes (bounds what a never-reading client can pin); 0 = kernel autotuning")
 	s.Duration(&c.Hub.UnsubscribeGrace, "unsubscribe-grace", "UNSUBSCRIBE_GRACE", 5*time.Second, "keep a post's subscription this long after its last viewer left")
+	s.Duration(&c.Watching.Interval, "watching-interval", "WATCHING_INTERVAL", 2*time.Second, "how often viewers get a post's \"watching now\" number (when it changed); 0 = off")
 	s.Duration(&c.DrainWindow, "drain-window", "DRAIN_WINDOW", 5*time.Second, "on SIGTERM, close viewers spread over this window")
 	s.Duration(&c.RedisGrace, "redis-grace", "REDIS_GRACE", 20*time.Second, "after Redis has been unreachable this long, move viewers to other nodes (closed over the drain window); 0 = never")
 	s.String(&c.Page.WriterURL, "writer-public-url", "WRITER_PUBLIC_URL", "http://localhost:8080", "writer URL the web page sends likes to (as a browser reaches it)")
@@ -75,6 +78,9 @@ func (c *config) validate() error {
 	}
 	if c.Stream.MaxConns < 1 {
 		return errors.New("max-conns must be positive")
+	}
+	if c.Watching.Interval < 0 || (c.Watching.Interval > 0 && c.Watching.Interval < 10*time.Millisecond) {
+		return errors.New("watching-interval must be 0 (off) or at least 10ms")
 	}
 	if c.Stream.Retry < 0 || c.Hub.FlushWindow < 0 || c.Hub.PostRate < 0 || c.RedisGrace < 0 {
 		return errors.New("retry, flush-window, post-rate and redis-grace must not be negative")

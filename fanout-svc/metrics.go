@@ -7,6 +7,7 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/relay"
 	"github.com/likes/likes/fanout-svc/internal/stream"
+	"github.com/likes/likes/fanout-svc/internal/watching"
 )
 
 // registerMetrics exposes the hub's, relay's and handler's counters. They are read at scrape time
@@ -38,4 +39,28 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 	counter("likes_fanout_resyncs_total", "Posts re-read after a resubscription.", func() float64 { return float64(rs.Resyncs.Load()) })
 	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection or a moved slot.", func() float64 { return float64(rs.Reconnects.Load()) })
 	counter("likes_fanout_slot_reroutes_total", "Redis Cluster slots whose subscriptions moved to another node.", func() float64 { return float64(rs.Reroutes.Load()) })
+}
+
+// registerWatchingMetrics exposes what "watching now" costs: numbers added to Redis (what a ramp
+// divides Redis's CPU by), failed round trips, and what reached viewers. counter is nil when the
+// feature is off; the hub's counters are there either way.
+func registerWatchingMetrics(reg *prometheus.Registry, h *hub.Hub, counter *watching.Counter) {
+	hs := h.Stats()
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "likes_fanout_watching_updates_total",
+			Help: "Changed watching numbers accepted by the hub."}, func() float64 { return float64(hs.WatchingUpdates.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "likes_fanout_watching_sent_total",
+			Help: "Watching frames handed to viewer sockets."}, func() float64 { return float64(hs.WatchingSent.Load()) }))
+	if counter == nil {
+		return
+	}
+	cs := counter.Stats()
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "likes_fanout_watching_reports_total",
+			Help: "Per-post viewer numbers this node added to Redis (one per post with local viewers per interval)."},
+			func() float64 { return float64(cs.Reports.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "likes_fanout_watching_errors_total",
+			Help: "Watching round trips to Redis that failed."}, func() float64 { return float64(cs.Errors.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "likes_fanout_watching_posts",
+			Help: "Posts with local viewers at the last watching interval."}, func() float64 { return float64(cs.Posts.Load()) }))
 }

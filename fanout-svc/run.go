@@ -15,12 +15,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/relay"
 	"github.com/likes/likes/fanout-svc/internal/stream"
+	"github.com/likes/likes/fanout-svc/internal/watching"
 	"github.com/likes/likes/fanout-svc/internal/web"
 	"github.com/likes/likes/pkg/logging"
 	"github.com/likes/likes/pkg/redisconn"
@@ -67,6 +69,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	streams := stream.New(cfg.Stream, h, rel, log.Named("stream"))
+	counter, err := newWatching(cfg.Watching, client, keys, h, log.Named("watching"))
+	if err != nil {
+		return err
+	}
 
 	guard := &redisGuard{
 		ping: func(ctx context.Context) error { return redisconn.Ping(ctx, client) }, shed: h.Shed, keep: h.StopShedding,
@@ -74,6 +80,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	if counter != nil {
+		wg.Add(1)
+		go func() { // exits when stopRelay is called
+			defer wg.Done()
+			counter.Run(relayCtx)
+		}()
+	}
 	wg.Add(3)
 	go func() { // exits when stopRelay is called; a shed after the hub closed does nothing
 		defer wg.Done()
@@ -95,6 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	reg := prometheus.NewRegistry()
 	registerMetrics(reg, h, rel, streams)
+	registerWatchingMetrics(reg, h, counter)
 	guard.register(reg)
 	router := newRouter(cfg, log, reg, streams, guard, func(ctx context.Context) error {
 		if streams.Draining() {
@@ -141,6 +155,15 @@ func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, streams *s
 	r.Handle(web.AssetPrefix+"*", page)
 	r.Handle(web.ClientPath, page)
 	return r
+}
+
+// newWatching returns the "watching now" counter, or nil when the interval is 0 (off). It shares
+// the node's Redis client: a few pipelined commands per post and interval.
+func newWatching(cfg watching.Config, client redis.UniversalClient, keys rediskeys.Scheme, h *hub.Hub, log *zap.Logger) (*watching.Counter, error) {
+	if cfg.Interval <= 0 {
+		return nil, nil
+	}
+	return watching.New(cfg, client, keys, h, h, log)
 }
 
 // raiseFileLimit lifts the soft open-file limit to the hard one: every viewer is a descriptor.

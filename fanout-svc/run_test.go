@@ -54,6 +54,8 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		{"MAX_POSTS_PER_STREAM": "65"},
 		{"MAX_CONNS": "0"},
 		{"FLUSH_WINDOW": "-1s"},
+		{"WATCHING_INTERVAL": "-1s"},
+		{"WATCHING_INTERVAL": "1ms"},
 		{"TRUSTED_PROXIES": "not-an-ip"},
 		{"HEARTBEAT_INTERVAL": "soon"},
 		{"PAGE_POSTS": "a,b,c", "MAX_POSTS_PER_STREAM": "2"},

@@ -100,6 +100,8 @@ type reader struct {
 	mu      sync.Mutex
 	events  []update.Update
 	ids     []string
+	watch   []update.Watching // watching events, apart from counts
+	watchID int               // watching events that carried an id (there must be none)
 	pings   int
 	raw     []byte
 	eof     bool
@@ -131,6 +133,15 @@ func startReader(t testing.TB, c net.Conn) *reader {
 				r.raw = append(r.raw, chunk...)
 			}
 			_ = dec.Feed(chunk, func(e *sse.Event) {
+				if string(e.Event) == sse.EventWatching {
+					if w, err := update.ParseWatching(e.Data); err == nil {
+						r.watch = append(r.watch, w)
+					}
+					if e.HasID {
+						r.watchID++
+					}
+					return
+				}
 				if u, err := update.Parse(e.Data); err == nil {
 					r.events = append(r.events, u)
 					r.ids = append(r.ids, string(e.ID))

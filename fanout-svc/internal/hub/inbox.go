@@ -11,18 +11,21 @@ import (
 // looks is processed once, with its newest frame. woken spares one eventfd write per Publish
 // while the shard has not yet taken the inbox.
 type inbox struct {
-	mu        sync.Mutex
-	dirty     map[*Post]struct{}
-	adds      []*Viewer
-	stopping  bool
-	drainReq  time.Duration
-	woken     atomic.Bool
-	spareDirt map[*Post]struct{}
-	spareAdds []*Viewer
+	mu         sync.Mutex
+	dirty      map[*Post]struct{}
+	adds       []*Viewer
+	stopping   bool
+	drainReq   time.Duration
+	woken      atomic.Bool
+	spareDirt  map[*Post]struct{}
+	spareAdds  []*Viewer
+	watching   map[*Post]struct{} // posts with a new watching frame (watching.go)
+	spareWatch map[*Post]struct{}
 }
 
 func newInbox() inbox {
-	return inbox{dirty: make(map[*Post]struct{}), spareDirt: make(map[*Post]struct{})}
+	return inbox{dirty: make(map[*Post]struct{}), spareDirt: make(map[*Post]struct{}),
+		watching: make(map[*Post]struct{}), spareWatch: make(map[*Post]struct{})}
 }
 
 // markDirty tells the shard that p has a newer frame. Called by Publish from any goroutine.
@@ -68,6 +71,8 @@ func (s *shard) processInbox() bool {
 	in.mu.Lock()
 	dirty, adds, stopping, window := in.dirty, in.adds, in.stopping, in.drainReq
 	in.dirty, in.adds, in.drainReq = in.spareDirt, in.spareAdds[:0], 0
+	watching := in.watching
+	in.watching = in.spareWatch
 	in.mu.Unlock()
 	if stopping {
 		return false
@@ -77,6 +82,12 @@ func (s *shard) processInbox() bool {
 	}
 	clear(dirty)
 	in.spareDirt = dirty
+	for p := range watching {
+		s.collectWatching(p)
+	}
+	clear(watching)
+	in.spareWatch = watching
+	s.flushWatching()
 	for i, v := range adds {
 		s.register(v)
 		adds[i] = nil

@@ -15,8 +15,9 @@ const ringSize = 64
 // Post is a post with local viewers (or with viewers arriving): the node holds exactly one Redis
 // subscription for it while it exists. Its recent frames are shared by all shards.
 type Post struct {
-	id     string
-	latest atomic.Pointer[frame]
+	id       string
+	latest   atomic.Pointer[frame]
+	watching atomic.Pointer[watchFrame] // newest watching number (watching.go)
 
 	mu   sync.Mutex // guards ring and seq
 	ring [ringSize]*frame

@@ -25,7 +25,7 @@ func (s *shard) register(nv *Viewer) {
 	for i, p := range nv.Posts {
 		sp := s.posts[p]
 		if sp == nil {
-			sp = &shardPost{post: p, current: p.latest.Load()}
+			sp = &shardPost{post: p, current: p.latest.Load(), watching: p.watching.Load()}
 			s.posts[p] = sp
 		}
 		v.slots[i] = slot{sp: sp, idx: len(sp.members)}
@@ -51,6 +51,7 @@ func (s *shard) register(nv *Viewer) {
 		}
 		frames++
 	}
+	buf = s.appendWatchingState(v, buf)
 	s.scratch = buf[:0]
 	s.viewers[fd] = v
 	s.hub.stats.Viewers.Add(1) // connected from here on; removeViewer uncounts it

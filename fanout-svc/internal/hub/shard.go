@@ -27,6 +27,7 @@ type shard struct {
 	scratch  []byte
 	readBuf  []byte
 	batch    batch
+	watch    watchBatch   // watching frames to write (watching.go)
 	held     []*shardPost // rate-capped posts with a frame waiting for their next slot
 	nextTick int64
 	tick     int64

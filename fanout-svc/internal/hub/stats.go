@@ -16,11 +16,15 @@ type Stats struct {
 	Stalled      atomic.Int64 // viewers dropped because their socket did not drain in time
 	Heartbeats   atomic.Int64 // pings sent
 	BytesWritten atomic.Int64
+	// Watching numbers (watching.go): changed numbers accepted, frames handed to sockets.
+	WatchingUpdates atomic.Int64
+	WatchingSent    atomic.Int64
 }
 
 // counts is a shard's local tally, flushed into Stats once per loop iteration.
 type counts struct {
 	framesSent, conflated, writes, writeErrors, disconnects, stalled, heartbeats, bytes int64
+	watchingSent                                                                        int64
 }
 
 func (c *counts) flushTo(s *Stats) {
@@ -35,5 +39,6 @@ func (c *counts) flushTo(s *Stats) {
 	s.Stalled.Add(c.stalled)
 	s.Heartbeats.Add(c.heartbeats)
 	s.BytesWritten.Add(c.bytes)
+	s.WatchingSent.Add(c.watchingSent)
 	*c = counts{}
 }

@@ -25,6 +25,8 @@ type viewer struct {
 	lastWrite    int64
 	inBatchList  bool
 	doomed       bool
+	inWatchList  bool
+	watching     uint64 // posts (slot bits) whose newest watching frame is owed (watching.go)
 	onClose      func()
 }
 
@@ -45,11 +47,12 @@ type member struct {
 
 // shardPost is a post as one shard sees it: its local viewers and what was last sent to them.
 type shardPost struct {
-	post    *Post
-	current *frame // the newest frame this shard has processed
-	members []member
-	nMulti  int
-	gone    bool // no viewers left; dropped from the shard
+	post     *Post
+	current  *frame      // the newest frame this shard has processed
+	watching *watchFrame // the newest watching frame this shard has processed
+	members  []member
+	nMulti   int
+	gone     bool // no viewers left; dropped from the shard
 
 	// Batch: frames of this post not yet flushed to its viewers, in both id forms.
 	inBatch      bool

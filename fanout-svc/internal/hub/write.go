@@ -63,7 +63,7 @@ func (s *shard) flushViewer(v *viewer) {
 		v.pending = nil // an idle viewer keeps no buffer
 		v.blockedSince = 0
 	}
-	if v.dirty == 0 {
+	if v.dirty == 0 && v.watching == 0 {
 		return
 	}
 	buf := s.scratch[:0]
@@ -78,6 +78,8 @@ func (s *shard) flushViewer(v *viewer) {
 		}
 	}
 	v.dirty = 0
+	buf, watching := s.appendOwedWatching(v, buf)
+	s.counts.watchingSent += watching
 	s.scratch = buf[:0]
 	if len(buf) > 0 {
 		s.write(v, buf, frames)

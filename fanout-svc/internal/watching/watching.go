@@ -35,7 +35,8 @@ type Config struct {
 // Stats are the counter's figures for /metrics.
 type Stats struct {
 	Ticks     atomic.Int64 // intervals handled
-	Posts     atomic.Int64 // posts reported in the last interval
+	Posts     atomic.Int64 // posts with local viewers in the last interval
+	Reports   atomic.Int64 // (post, interval) numbers added to Redis
 	Published atomic.Int64 // totals handed to the sink
 	Errors    atomic.Int64 // round trips or commands that failed
 }
@@ -60,8 +61,12 @@ type localPost struct {
 	viewers int64
 }
 
-// New returns a counter; Run does the work. client should not retry commands on its own: a
-// retried INCRBY whose first attempt reached Redis would count the node twice for an interval.
+// New returns a counter; Run does the work.
+//
+// A node adds to an interval at most once, but the client under it may retry a pipeline whose
+// connection failed after Redis ran it (go-redis does, after a network error): that interval
+// then counts the node's viewers twice. The next interval is exact again, which for a "watching
+// now" number is better than giving up on retries that usually repair a lost connection.
 func New(cfg Config, client redis.UniversalClient, keys rediskeys.Scheme, local Local, sink Sink, log *zap.Logger) (*Counter, error) {
 	if cfg.Interval <= 0 {
 		return nil, errors.New("watching interval must be positive")
@@ -151,6 +156,8 @@ func (c *Counter) exchange(ctx context.Context, batch []localPost, current int64
 		if ce := c.log.Check(zap.DebugLevel, "watching round trip"); ce != nil {
 			ce.Write(zap.Error(err), zap.Int("posts", len(batch)))
 		}
+	} else if write {
+		c.stats.Reports.Add(int64(len(batch)))
 	}
 	for i, lp := range batch {
 		n, ok := total(reads[i])
