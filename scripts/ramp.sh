@@ -102,6 +102,9 @@ pids+=($!)
 for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 redis-cli -p "$REDIS_PORT" ping >/dev/null || { echo "ramp: redis did not start" >&2; exit 1; }
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+# The ramp reports the CPU Redis used in each window (INFO cpu): what a feature costs Redis is the
+# difference between a run with it and one without (e.g. WATCHING_INTERVAL=0).
+export LOADGEN_REDIS=${LOADGEN_REDIS:-127.0.0.1:$REDIS_PORT}
 
 LISTEN_ADDR=127.0.0.1:$WRITER_PORT REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} \
   "${pins_writer[@]}" "$BIN/writer-svc" >"$RAMP_DIR/writer-svc.log" 2>&1 &
