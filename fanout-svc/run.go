@@ -31,8 +31,9 @@ import (
 )
 
 // run starts a fanout node and serves until ctx is done or SIGINT/SIGTERM arrives. Shutdown goes
-// in steps: readiness fails and new streams are refused, the HTTP server stops, viewers are closed
-// spread over the drain window (they reconnect to other nodes), then Redis is let go.
+// in steps: new streams are refused and readiness fails, then the HTTP server stops (the listener
+// closes and streams still in setup finish), then viewers are closed spread over the drain window
+// (they reconnect to other nodes), then Redis is let go.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -126,12 +127,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),
 		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Bool("cluster", cfg.Redis.Cluster()))
 
-	// Refuse new streams as soon as shutdown starts, before the listener closes.
-	go func() { // exits when ctx is done
-		<-ctx.Done()
-		streams.SetDraining()
+	// The server stops on its own context, cancelled only after new streams are refused, so that
+	// no stream is admitted once shutdown has begun.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	go func() { // exits when ctx is done or run returns
+		select {
+		case <-ctx.Done():
+			streams.SetDraining()
+			stopServing()
+		case <-serveCtx.Done():
+		}
 	}()
-	err = serve.Serve(ctx, srv, ln, cfg.Serve.ShutdownTimeout)
+	err = serve.Serve(serveCtx, srv, ln, cfg.Serve.ShutdownTimeout)
 	dctx, dcancel := context.WithTimeout(context.Background(), cfg.DrainWindow+5*time.Second)
 	h.Drain(dctx, cfg.DrainWindow)
 	dcancel()

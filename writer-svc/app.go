@@ -47,7 +47,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	var limit like.Limiter
 	var limiter *ratelimit.Limiter
 	if !cfg.LikeRate.Off() {
-		limiter = ratelimit.New(rdb, keys.RateLimit(""), cfg.LikeRate)
+		limiter = ratelimit.New(rdb, keys, cfg.LikeRate)
 		limit = limiter
 	}
 	warmUp(ctx, a.store, limiter, log)

@@ -54,7 +54,8 @@ func NewRequestMetrics(reg prometheus.Registerer, namespace string) *RequestMetr
 	return m
 }
 
-// Middleware records each request after it completes. Streams are counted when they end.
+// Middleware records each request when its handler returns. A stream that leaves net/http by
+// Hijack is counted then, as a 200 taking its setup time, not when the viewer goes.
 func (m *RequestMetrics) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

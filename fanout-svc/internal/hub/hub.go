@@ -129,7 +129,7 @@ func (h *Hub) Publish(u update.Update) {
 	}
 	// offer checks again under the post's lock; this check only spares encoding a frame for a
 	// message that is already stale.
-	if old := p.latest.Load(); old != nil && old.u.TS >= u.TS {
+	if old := p.latest.Load(); old != nil && !u.Newer(old.u) {
 		h.stats.Stale.Add(1)
 		return
 	}

@@ -47,7 +47,7 @@ func (p *Post) Known() bool { return p.latest.Load() != nil }
 func (p *Post) offer(f *frame) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if old := p.latest.Load(); old != nil && old.u.TS >= f.u.TS {
+	if old := p.latest.Load(); old != nil && !f.u.Newer(old.u) {
 		return false
 	}
 	p.seq++

@@ -35,7 +35,7 @@ func (s *shard) register(nv *Viewer) {
 		}
 		state := nv.Snapshot[i]
 		lf := p.latest.Load()
-		if lf != nil && lf.u.TS >= state.TS {
+		if lf != nil && !state.Newer(lf.u) {
 			state = lf.u
 		} else {
 			lf = nil

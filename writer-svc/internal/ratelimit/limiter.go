@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/pkg/rediskeys"
 )
 
 // allowScript counts one event in a fixed window and answers how long the caller must wait (in
@@ -34,17 +36,18 @@ return ttl
 // Limiter enforces one Rate per user across all replicas that share the Redis.
 type Limiter struct {
 	rdb    redis.UniversalClient
-	prefix string
+	key    func(user string) string
 	rate   Rate
 	window string
 	limit  string
 }
 
-// New returns a Limiter whose keys are prefix + user id. A Limiter with an Off rate allows all.
-func New(rdb redis.UniversalClient, prefix string, rate Rate) *Limiter {
+// New returns a Limiter that counts a user's events under keys.RateLimit(user). A Limiter with
+// an Off rate allows all.
+func New(rdb redis.UniversalClient, keys rediskeys.Scheme, rate Rate) *Limiter {
 	return &Limiter{
 		rdb:    rdb,
-		prefix: prefix,
+		key:    keys.RateLimit,
 		rate:   rate,
 		window: strconv.FormatInt(rate.Window.Milliseconds(), 10),
 		limit:  strconv.Itoa(rate.N),
@@ -68,7 +71,7 @@ func (l *Limiter) Allow(ctx context.Context, user string) (retryAfter time.Durat
 	if l.rate.Off() {
 		return 0, nil
 	}
-	ms, err := allowScript.Run(ctx, l.rdb, []string{l.prefix + user}, l.window, l.limit).Int64()
+	ms, err := allowScript.Run(ctx, l.rdb, []string{l.key(user)}, l.window, l.limit).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rate limit: %w", err)
 	}

@@ -5,16 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 )
+
+var rlKeys = rediskeys.New("rl:")
 
 func TestLimiterSharedAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	rate := Rate{N: 2, Window: 400 * time.Millisecond}
 	// Two limiters with their own clients stand for two writer replicas.
-	a := New(srv.Client(t), "rl:", rate)
-	b := New(srv.Client(t), "rl:", rate)
+	a := New(srv.Client(t), rlKeys, rate)
+	b := New(srv.Client(t), rlKeys, rate)
 	if err := a.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -44,13 +47,24 @@ func TestLimiterSharedAcrossReplicas(t *testing.T) {
 		}
 		time.Sleep(wait)
 	}
-	if ttl, err := srv.Client(t).PTTL(ctx, "rl:alice").Result(); err != nil || ttl <= 0 {
-		t.Errorf("counter ttl %v, %v; want an expiry on every counter", ttl, err)
+}
+
+// TestLimiterCounterExpires: every counter lives under the user's rediskeys name with an expiry
+// (a minute's window, so that a loaded machine cannot let it lapse before the check).
+func TestLimiterCounterExpires(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	l := New(srv.Client(t), rlKeys, Rate{N: 1, Window: time.Minute})
+	if _, err := l.Allow(ctx, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := srv.Client(t).PTTL(ctx, rlKeys.RateLimit("carol")).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Errorf("PTTL of %s = %v, %v; want an expiry within the window", rlKeys.RateLimit("carol"), ttl, err)
 	}
 }
 
 func TestLimiterOffAllowsWithoutRedis(t *testing.T) {
-	l := New(nil, "rl:", Rate{})
+	l := New(nil, rlKeys, Rate{})
 	if wait, err := l.Allow(context.Background(), "u"); err != nil || wait != 0 {
 		t.Errorf("off limiter: wait %v, %v; want allowed", wait, err)
 	}
@@ -58,7 +72,7 @@ func TestLimiterOffAllowsWithoutRedis(t *testing.T) {
 
 func TestLimiterRedisDownIsAnError(t *testing.T) {
 	srv := redistest.Start(t)
-	l := New(srv.Client(t), "rl:", Rate{N: 1, Window: time.Second})
+	l := New(srv.Client(t), rlKeys, Rate{N: 1, Window: time.Second})
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
