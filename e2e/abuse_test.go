@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -217,9 +218,9 @@ func TestViewersPerAddress(t *testing.T) {
 
 	// A viewer that leaves frees its slot (by the node's next heartbeat).
 	_ = first.conn.Close()
-	WaitFor(t, 5*time.Second, func() bool {
+	poll.Until(t, 5*time.Second, "the closed stream's slot to be free again", func() bool {
 		return openRawStream(t, lb.Addr, "127.0.0.2", perAddressPath).status == http.StatusOK
-	}, "the closed stream's slot to be free again")
+	})
 	if got := node.Metric(t, "likes_fanout_refused_total"); got < 2 {
 		t.Errorf("refused streams: got %v; want at least 2", got)
 	}

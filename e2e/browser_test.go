@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/likes/likes/pkg/freeport"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -198,7 +199,7 @@ type pageStack struct {
 func startPageStack(t *testing.T, posts string, writerEnv, fanoutEnv []string) pageStack {
 	t.Helper()
 	redis := redistest.Start(t)
-	pageAddr := FreeAddr(t)
+	pageAddr := freeport.Addr(t)
 	writer := StartWriter(t, redis.URL, append([]string{"CORS_ORIGINS=http://" + pageAddr}, writerEnv...)...)
 	fanout := startFanoutAt(t, pageAddr, redis.URL, append([]string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + posts}, fanoutEnv...)...)
 	return pageStack{redis: redis, writer: writer, fanout: fanout}

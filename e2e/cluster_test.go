@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -36,14 +37,14 @@ func TestClusterLikesReachViewersAcrossShards(t *testing.T) {
 			watching[p] = append(watching[p], append(single, multi)...)
 		}
 	}
-	WaitFor(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "every viewer connected", func() bool {
 		for _, v := range viewers {
 			if !v.Connected() {
 				return false
 			}
 		}
 		return true
-	}, "every viewer connected")
+	})
 
 	for i, p := range posts {
 		for u := 0; u <= i; u++ {
@@ -125,14 +126,14 @@ func clusterLike(t *testing.T, writer *Proc, post, user string) {
 	t.Helper()
 	var status int
 	var body string
-	WaitFor(t, 20*time.Second, func() bool {
+	poll.Until(t, 20*time.Second, "writer to accept a like of "+post, func() bool {
 		status, body = doRequest(t, http.MethodPost, writer.URL+"/like/"+post, user)
 		if status == http.StatusServiceUnavailable {
 			time.Sleep(100 * time.Millisecond)
 			return false
 		}
 		return true
-	}, "writer to accept a like of "+post)
+	})
 	var res struct {
 		Liked bool `json:"liked"`
 	}

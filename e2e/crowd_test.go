@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 )
 
 // Crowd is thousands of SSE viewers of one post held by a testdata/crowd process (see its doc:
@@ -155,16 +158,13 @@ func (c *Crowd) WaitAtLeast(t testing.TB, timeout time.Duration, want int64) tim
 func (c *Crowd) waitFor(t testing.TB, timeout time.Duration, what string, ok func(crowdStatus) bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		s := c.Status(t)
-		if ok(s) {
-			return time.Since(start)
+	poll.Check(t, timeout, func() error {
+		if s := c.Status(t); !ok(s) {
+			return fmt.Errorf("waiting for %s: %s", what, s)
 		}
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return time.Since(start)
 }
 
 func (s crowdStatus) String() string {
@@ -207,7 +207,7 @@ func noRaceBin(t testing.TB, name string) string {
 // StartFanoutNoRace starts a fanout-svc built without the race detector, as StartFanout does.
 func StartFanoutNoRace(t testing.TB, redisURL string, env ...string) *Proc {
 	t.Helper()
-	addr := FreeAddr(t)
+	addr := freeport.Addr(t)
 	p := &Proc{Name: "fanout-svc", Addr: addr, URL: "http://" + addr, t: t, bin: noRaceBin(t, "fanout-svc"), logs: &lockedBuffer{}}
 	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "REDIS_URL="+redisURL), env...)
 	p.start()

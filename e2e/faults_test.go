@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -33,9 +34,9 @@ func TestKillFanoutBehindBalancer(t *testing.T) {
 	killed := time.Now()
 	likeMany(t, writer.URL, post, "after", 10, 4)
 	crowd.WaitCount(t, 5*time.Second-time.Since(killed), 30)
-	WaitFor(t, 5*time.Second-time.Since(killed), func() bool {
+	poll.Until(t, 5*time.Second-time.Since(killed), "all 2,000 viewers on the surviving node", func() bool {
 		return b.Metric(t, "likes_fanout_viewers") == 2000 && crowd.Status(t).Connected == 2000
-	}, "all 2,000 viewers on the surviving node")
+	})
 	t.Logf("all 2,000 viewers back on the surviving node and at the new count %v after the crash", time.Since(killed))
 
 	if got, want := crowd.Status(t).Connects-connects, int64(onA); got < want {
@@ -89,7 +90,7 @@ func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func
 	}
 	defer thaw()
 	cut()
-	WaitFor(t, 5*time.Second, func() bool { return !sharesAny(pubsubClients(t, s.rds), before) }, "Redis to drop the node's pub/sub connection")
+	poll.Until(t, 5*time.Second, "Redis to drop the node's pub/sub connection", func() bool { return !sharesAny(pubsubClients(t, s.rds), before) })
 	flow.Stop()
 	likeMany(t, s.writer.URL, s.post, "unheard", 10, 5)
 	final := countOf(t, s.writer.URL, s.post)
@@ -129,14 +130,14 @@ func TestPubsubKilledByRedis(t *testing.T) {
 	}
 	for round := range 3 {
 		sent := flow.sent.Load()
-		WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > sent+20 }, "likes to flow")
+		poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.sent.Load() > sent+20 })
 		kill()
-		WaitFor(t, 5*time.Second, func() bool {
+		poll.Until(t, 5*time.Second, "the node to resubscribe", func() bool {
 			return s.node.Metric(t, "likes_fanout_resubscribes_total") > resubs+float64(round)
-		}, "the node to resubscribe")
+		})
 	}
 	sent := flow.sent.Load()
-	WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > sent+20 }, "likes to flow")
+	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.sent.Load() > sent+20 })
 	count := countOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count) // live updates resumed after the cuts
 	if got := s.crowd.Status(t).Connects; got != connects {
@@ -155,7 +156,7 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 	}
 	connects := s.crowd.Status(t).Connects
 	flow := startLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
-	WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > 20 }, "likes to flow")
+	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.sent.Load() > 20 })
 	// A burst far over the limit at once, as the backlog of a slow reader would be. It is not an
 	// update: whatever part of it the node reads before the cut is dropped as malformed.
 	overflow := func() {
@@ -165,9 +166,9 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 	}
 	before := pubsubClients(t, s.rds)
 	overflow()
-	WaitFor(t, 5*time.Second, func() bool { return !sharesAny(pubsubClients(t, s.rds), before) }, "Redis to drop the node's pub/sub connection")
+	poll.Until(t, 5*time.Second, "Redis to drop the node's pub/sub connection", func() bool { return !sharesAny(pubsubClients(t, s.rds), before) })
 	sent := flow.sent.Load()
-	WaitFor(t, 5*time.Second, func() bool { return flow.sent.Load() > sent+20 }, "likes to keep flowing")
+	poll.Until(t, 5*time.Second, "likes to keep flowing", func() bool { return flow.sent.Load() > sent+20 })
 	count := countOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count)
 	if got := s.crowd.Status(t).Connects; got != connects {
@@ -216,10 +217,10 @@ func TestRedisRestartViewersStay(t *testing.T) {
 	connects := crowd.Status(t).Connects
 
 	rds.Kill()
-	WaitFor(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "the writer to answer 503 while Redis is down", func() bool {
 		status, _, _ := tryLike(writer.URL, post, "while-down")
 		return status == 503
-	}, "the writer to answer 503 while Redis is down")
+	})
 	rds.Restart()
 	likeMany(t, writer.URL, post, "after", 10, 5)
 	if got := countOf(t, writer.URL, post); got != 20 {

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 )
 
 // Haproxy is a real haproxy (Debian's package) in front of fanout nodes, configured from
@@ -33,7 +36,7 @@ func StartHaproxy(t testing.TB, servers ...string) *Haproxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := FreeAddr(t)
+	addr := freeport.Addr(t)
 	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
 	f, err := os.Create(cfgPath)
 	if err != nil {
@@ -66,7 +69,7 @@ func StartHaproxy(t testing.TB, servers ...string) *Haproxy {
 			t.Logf("haproxy output:\n%s", h.logs.Tail(4000))
 		}
 	})
-	WaitFor(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "haproxy to forward /healthz", func() bool {
 		select {
 		case <-h.done:
 			t.Fatalf("haproxy exited at start:\n%s", h.logs.Tail(4000))
@@ -78,6 +81,6 @@ func StartHaproxy(t testing.TB, servers ...string) *Haproxy {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, "haproxy to forward /healthz")
+	})
 	return h
 }

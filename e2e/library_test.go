@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -128,10 +129,10 @@ func TestBrowserLikeUndoneWhenRefused(t *testing.T) {
 			t.Errorf("cats showed %s; want %s (optimistic like, undone on 503)", got, want)
 		}
 		redis.Restart() // empty: no persistence
-		WaitFor(t, 15*time.Second, func() bool {
+		poll.Until(t, 15*time.Second, "a like of cats accepted once Redis is back", func() bool {
 			page.click("cats")
 			return page.eval(`document.querySelector('li[data-post="cats"] .like').getAttribute("aria-pressed")`) == "true"
-		}, "a like of cats accepted once Redis is back")
+		})
 		page.waitPressed("cats", true)
 		if got := storedCount(t, writer, "cats"); got != 1 {
 			t.Errorf("writer stores %d likes of cats; want 1 (none from while Redis was down)", got)
@@ -159,7 +160,7 @@ func TestBrowserSilenceWatchdog(t *testing.T) {
 	page.waitCount("42", 0)
 
 	var frozen, other *Proc
-	WaitFor(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "the page's one stream on one of the two nodes", func() bool {
 		a, b := nodes[0].Metric(t, "likes_fanout_viewers"), nodes[1].Metric(t, "likes_fanout_viewers")
 		switch {
 		case a == 1 && b == 0:
@@ -168,7 +169,7 @@ func TestBrowserSilenceWatchdog(t *testing.T) {
 			frozen, other = nodes[1], nodes[0]
 		}
 		return frozen != nil
-	}, "the page's one stream on one of the two nodes")
+	})
 	frozen.Signal(t, syscall.SIGSTOP)
 	stoppedAt := time.Now()
 	t.Cleanup(func() { frozen.Signal(t, syscall.SIGCONT) }) // runs before the process is stopped

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -34,7 +35,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	measure := func(phase, users string) time.Duration {
 		crowd.Measure(t, true)
 		flow := startLikeFlow(t, writer.URL, post, users, 40*time.Millisecond)
-		WaitFor(t, 30*time.Second, func() bool { return flow.sent.Load() >= 150 }, phase+" likes")
+		poll.Until(t, 30*time.Second, phase+" likes", func() bool { return flow.sent.Load() >= 150 })
 		flow.Stop()
 		if n := flow.failed.Load(); n > 0 {
 			t.Fatalf("%s: %d likes failed", phase, n)
@@ -61,7 +62,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 		fillers[i] = fmt.Sprintf("filler-%02d-%s", i, strings.Repeat("x", 54))
 	}
 	stalled := openNeverReading(t, node.Addr, "/sse?posts="+post+","+strings.Join(fillers, ","), 1000)
-	WaitFor(t, 20*time.Second, func() bool { return node.Metric(t, "likes_fanout_viewers") == 11_000 }, "11,000 viewers on the node")
+	poll.Until(t, 20*time.Second, "11,000 viewers on the node", func() bool { return node.Metric(t, "likes_fanout_viewers") == 11_000 })
 	conflated := node.Metric(t, "likes_fanout_events_conflated_total")
 	// Fill the stalled viewers' sockets first, so the measured run is the steady state in which
 	// their frames are conflated, not written: like until the node reports conflation.
@@ -87,7 +88,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	for _, c := range stalled {
 		_ = c.Close()
 	}
-	WaitFor(t, 20*time.Second, func() bool { return node.Metric(t, "likes_fanout_viewers") == 10_000 }, "the stalled viewers to go")
+	poll.Until(t, 20*time.Second, "the stalled viewers to go", func() bool { return node.Metric(t, "likes_fanout_viewers") == 10_000 })
 	after := measure("baseline again", "again")
 	baseline := (before + after) / 2
 	if limit := baseline * 12 / 10; withStalled > limit {

@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 )
 
 // binDir holds the binaries built once by TestMain.
@@ -94,7 +95,7 @@ func StartFanout(t testing.TB, redisURL string, env ...string) *Proc {
 // The process is stopped (SIGTERM, then SIGKILL) when the test ends.
 func StartProc(t testing.TB, name string, env ...string) *Proc {
 	t.Helper()
-	return StartProcAt(t, name, FreeAddr(t), env...)
+	return StartProcAt(t, name, freeport.Addr(t), env...)
 }
 
 // StartProcAt is StartProc on a given address, for a test that must know it before the process
@@ -130,7 +131,7 @@ func (p *Proc) start() {
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
-	WaitFor(p.t, 15*time.Second, func() bool {
+	poll.Until(p.t, 15*time.Second, p.Name+" /healthz", func() bool {
 		select {
 		case <-done:
 			p.t.Fatalf("%s exited at start:\n%s", p.Name, p.logs.Tail(4000))
@@ -142,7 +143,7 @@ func (p *Proc) start() {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, p.Name+" /healthz")
+	})
 }
 
 // Stop sends SIGTERM and waits up to grace for a graceful exit, then kills. It reports whether the
@@ -188,29 +189,6 @@ func (p *Proc) Restart() {
 
 // Logs returns what the process printed so far.
 func (p *Proc) Logs() string { return p.logs.Tail(1 << 20) }
-
-// FreeAddr returns a loopback address with a port that was free a moment ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer ln.Close()
-	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-}
-
-// WaitFor polls cond until it holds or timeout passes, then fails the test naming what.
-func WaitFor(t testing.TB, timeout time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // lockedBuffer collects process output from two pipes safely.
 type lockedBuffer struct {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -242,7 +243,7 @@ func TestNodeRefusesBeyondMaxConns(t *testing.T) {
 	rs := redistest.Start(t)
 	node := StartFanout(t, rs.URL, "MAX_CONNS=2")
 	a, b := Watch(t, node.URL+"/sse/1"), Watch(t, node.URL+"/sse/1")
-	WaitFor(t, 5*time.Second, func() bool { return a.Connected() && b.Connected() }, "two viewers")
+	poll.Until(t, 5*time.Second, "two viewers", func() bool { return a.Connected() && b.Connected() })
 	resp, err := http.Get(node.URL + "/sse/1")
 	if err != nil {
 		t.Fatal(err)
@@ -277,9 +278,9 @@ func TestGracefulShutdownClosesViewers(t *testing.T) {
 	rs := redistest.Start(t)
 	node := StartFanout(t, rs.URL, "DRAIN_WINDOW=300ms")
 	v := Watch(t, node.URL+"/sse/1")
-	WaitFor(t, 5*time.Second, v.Connected, "viewer connected")
+	poll.Until(t, 5*time.Second, "viewer connected", v.Connected)
 	if !node.Stop(5 * time.Second) {
 		t.Fatal("fanout-svc did not exit within 5s of SIGTERM")
 	}
-	WaitFor(t, 5*time.Second, func() bool { return !v.Connected() }, "viewer disconnected by the drain")
+	poll.Until(t, 5*time.Second, "viewer disconnected by the drain", func() bool { return !v.Connected() })
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
@@ -181,12 +182,12 @@ func (v *Viewer) Connected() bool {
 // WaitCount waits until every viewer shows want for post.
 func WaitCount(t testing.TB, timeout time.Duration, post string, want int64, viewers ...*Viewer) {
 	t.Helper()
-	WaitFor(t, timeout, func() bool {
+	poll.Until(t, timeout, "viewers of post "+post+" to show "+strconv.FormatInt(want, 10), func() bool {
 		for _, v := range viewers {
 			if c, ok := v.Count(post); !ok || c != want {
 				return false
 			}
 		}
 		return true
-	}, "viewers of post "+post+" to show "+strconv.FormatInt(want, 10))
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -20,14 +21,14 @@ func watchViewers(t *testing.T, url, post string, n int) []*Viewer {
 	for i := range vs {
 		vs[i] = Watch(t, url)
 	}
-	WaitFor(t, 30*time.Second, func() bool {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d viewers of %s connected", n, url), func() bool {
 		for _, v := range vs {
 			if _, ok := v.Count(post); !ok {
 				return false
 			}
 		}
 		return true
-	}, fmt.Sprintf("%d viewers of %s connected", n, url))
+	})
 	return vs
 }
 
@@ -35,7 +36,7 @@ func watchViewers(t *testing.T, url, post string, n int) []*Viewer {
 func waitWatching(t *testing.T, post string, want int64, viewers ...[]*Viewer) {
 	t.Helper()
 	start := time.Now()
-	WaitFor(t, 3*watchInterval, func() bool {
+	poll.Until(t, 3*watchInterval, fmt.Sprintf("every viewer to show %d watching %s within three intervals", want, post), func() bool {
 		for _, group := range viewers {
 			for _, v := range group {
 				if n, ok := v.Watching(post); !ok || n != want {
@@ -44,7 +45,7 @@ func waitWatching(t *testing.T, post string, want int64, viewers ...[]*Viewer) {
 			}
 		}
 		return true
-	}, fmt.Sprintf("every viewer to show %d watching %s within three intervals", want, post))
+	})
 	t.Logf("%d watching %s: every viewer showed it after %v", want, post, time.Since(start).Round(time.Millisecond))
 }
 
@@ -122,14 +123,14 @@ func TestWatchingOnACluster(t *testing.T) {
 			all = append(all, watchViewers(t, n.URL+"/sse/"+p, p, 2)...)
 		}
 	}
-	WaitFor(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "every viewer connected", func() bool {
 		for _, v := range all {
 			if !v.Connected() {
 				return false
 			}
 		}
 		return true
-	}, "every viewer connected")
+	})
 	for _, p := range posts {
 		var of []*Viewer
 		for _, v := range all {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
@@ -27,12 +28,7 @@ type node struct {
 // startNode runs fanout-svc against redisURL until the test ends; env adds settings.
 func startNode(t *testing.T, redisURL string, env map[string]string) *node {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.Addr(t)
 	all := map[string]string{"LISTEN_ADDR": addr, "REDIS_URL": redisURL, "LOG_LEVEL": "error", "REDIS_TIMEOUT": "300ms"}
 	for k, v := range env {
 		all[k] = v
@@ -70,7 +66,7 @@ func (n *node) status(path string) int {
 
 func (n *node) awaitStatus(t *testing.T, path string, want int) {
 	t.Helper()
-	await(t, 10*time.Second, path+" answering "+strconv.Itoa(want), func() bool { return n.status(path) == want })
+	poll.Until(t, 10*time.Second, path+" answering "+strconv.Itoa(want), func() bool { return n.status(path) == want })
 }
 
 // metric reads one unlabelled sample from /metrics; -1 when absent.
@@ -138,7 +134,7 @@ func (n *node) watch(t *testing.T, post string) *watcher {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-w.done })
-	await(t, 5*time.Second, "the stream's first count", func() bool { c, _, _ := w.state(); return c >= 0 })
+	poll.Until(t, 5*time.Second, "the stream's first count", func() bool { c, _, _ := w.state(); return c >= 0 })
 	return w
 }
 
@@ -146,17 +142,6 @@ func (w *watcher) state() (count int64, retries int, eof bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.count, w.retries, w.eof
-}
-
-func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // publish stores post's count and version and publishes the update, as the writer's script does:
@@ -191,7 +176,7 @@ func TestRedisLostPastGraceShedsViewers(t *testing.T) {
 	n.awaitStatus(t, "/readyz", http.StatusServiceUnavailable)
 	n.awaitStatus(t, "/sse/g", http.StatusServiceUnavailable)
 	for i, w := range ws {
-		await(t, 10*time.Second, "a viewer to be shed", func() bool { _, _, eof := w.state(); return eof })
+		poll.Until(t, 10*time.Second, "a viewer to be shed", func() bool { _, _, eof := w.state(); return eof })
 		if _, retries, _ := w.state(); retries < 2 { // the preamble's, then the shed's
 			t.Errorf("viewer %d saw %d retry hints; want the shed's hint before the close", i, retries)
 		}
@@ -208,10 +193,10 @@ func TestRedisLostPastGraceShedsViewers(t *testing.T) {
 
 	rs.Restart()
 	n.awaitStatus(t, "/readyz", http.StatusOK)
-	await(t, 5*time.Second, "the guard to see Redis back", func() bool { return n.metric("likes_fanout_redis_reachable") == 1 })
+	poll.Until(t, 5*time.Second, "the guard to see Redis back", func() bool { return n.metric("likes_fanout_redis_reachable") == 1 })
 	w := n.watch(t, "g")
 	publish(t, rs, "g", 9)
-	await(t, 5*time.Second, "a new viewer to get count 9", func() bool { c, _, _ := w.state(); return c == 9 })
+	poll.Until(t, 5*time.Second, "a new viewer to get count 9", func() bool { c, _, _ := w.state(); return c == 9 })
 }
 
 // TestRedisBackWithinGraceKeepsViewers: Redis back before the grace ran out: nobody is shed,
@@ -222,12 +207,12 @@ func TestRedisBackWithinGraceKeepsViewers(t *testing.T) {
 	w := n.watch(t, "r")
 	rs.Kill()
 	n.awaitStatus(t, "/readyz", http.StatusServiceUnavailable)
-	await(t, 5*time.Second, "the guard to see Redis gone", func() bool { return n.metric("likes_fanout_redis_reachable") == 0 })
+	poll.Until(t, 5*time.Second, "the guard to see Redis gone", func() bool { return n.metric("likes_fanout_redis_reachable") == 0 })
 	rs.Restart()
 	n.awaitStatus(t, "/readyz", http.StatusOK)
-	await(t, 10*time.Second, "the relay to resubscribe", func() bool { return n.metric("likes_fanout_resubscribes_total") >= 1 })
+	poll.Until(t, 10*time.Second, "the relay to resubscribe", func() bool { return n.metric("likes_fanout_resubscribes_total") >= 1 })
 	publish(t, rs, "r", 4)
-	await(t, 5*time.Second, "the kept viewer to get count 4", func() bool { c, _, _ := w.state(); return c == 4 })
+	poll.Until(t, 5*time.Second, "the kept viewer to get count 4", func() bool { c, _, _ := w.state(); return c == 4 })
 	if _, _, eof := w.state(); eof {
 		t.Errorf("the viewer's stream ended; want it kept")
 	}

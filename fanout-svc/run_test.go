@@ -3,41 +3,31 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
 func TestRunServesAndStopsOnCancel(t *testing.T) {
 	rs := redistest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.Addr(t)
 	env := map[string]string{"LISTEN_ADDR": addr, "REDIS_URL": rs.URL, "LOG_LEVEL": "error", "DRAIN_WINDOW": "50ms"}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard) }()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "fanout-svc to become ready", func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("fanout-svc never became ready")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	cancel()
 	select {
 	case err := <-errc:

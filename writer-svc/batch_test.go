@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -336,7 +337,7 @@ func TestRedisKilledMidBatch(t *testing.T) {
 				t.Fatalf("only %d changes acknowledged; the kill never happened", acked.Load())
 			}
 			be.restart()
-			waitFor(t, 30*time.Second, "writer ready after the restart", func() bool {
+			poll.Until(t, 30*time.Second, "writer ready after the restart", func() bool {
 				return w.do(t, "GET", "/readyz").Status == 200
 			})
 

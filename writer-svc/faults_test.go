@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -45,7 +46,7 @@ func TestRedisDownAnswers503(t *testing.T) {
 	}
 
 	w.Redis.Restart() // no persistence: the restarted Redis is empty
-	waitFor(t, 10*time.Second, "like accepted after restart", func() bool {
+	poll.Until(t, 10*time.Second, "like accepted after restart", func() bool {
 		return w.like(t, "p", "after").Status == 200
 	})
 	if n := w.count(t, "p"); n != 1 {
@@ -69,7 +70,7 @@ func TestRetryAfterTimeoutNeverDoubleCounts(t *testing.T) {
 	}()
 	probe := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
 	defer probe.Close()
-	waitFor(t, 5*time.Second, "redis asleep", func() bool {
+	poll.Until(t, 5*time.Second, "redis asleep", func() bool {
 		return probe.Ping(context.Background()).Err() != nil
 	})
 
@@ -165,7 +166,7 @@ func TestNoAcknowledgedLikeLostOnCrash(t *testing.T) {
 		t.Fatalf("only %d likes acknowledged; the kill never happened", ok200.Load())
 	}
 	srv.Restart()
-	waitFor(t, 10*time.Second, "writer ready after the restart", func() bool {
+	poll.Until(t, 10*time.Second, "writer ready after the restart", func() bool {
 		return w.do(t, "GET", "/readyz").Status == 200
 	})
 

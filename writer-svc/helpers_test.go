@@ -140,18 +140,6 @@ func (w *testWriter) dbSize(t *testing.T) int64 {
 	return n
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func wantLike(t *testing.T, got reply, post string, count int, liked bool) {
 	t.Helper()
 	if got.Status != http.StatusOK || got.Body["post_id"] != post || got.Body["count"] != float64(count) || got.Body["liked"] != liked {

@@ -3,31 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // startRun runs writer-svc's run in a goroutine with env, waits for /healthz and returns the base
 // URL and the channel run's result arrives on.
 func startRun(t *testing.T, ctx context.Context, env map[string]string) (string, <-chan error) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	env["LISTEN_ADDR"] = addr
 	env["LOG_LEVEL"] = "error"
 	done := make(chan error, 1)
@@ -36,7 +27,7 @@ func startRun(t *testing.T, ctx context.Context, env map[string]string) (string,
 	}()
 	base := "http://" + addr
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	waitFor(t, 10*time.Second, "/healthz answers", func() bool {
+	poll.Until(t, 10*time.Second, "/healthz answers", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run returned early: %v", err)
@@ -111,7 +102,7 @@ func TestShutdownFinishesInFlightLike(t *testing.T) {
 		}
 		liked <- resp
 	}()
-	waitFor(t, 5*time.Second, "like script held by CLIENT PAUSE", func() bool {
+	poll.Until(t, 5*time.Second, "like script held by CLIENT PAUSE", func() bool {
 		list, err := srv.Do("CLIENT", "LIST")
 		s, _ := list.(string)
 		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
@@ -119,7 +110,7 @@ func TestShutdownFinishesInFlightLike(t *testing.T) {
 
 	cancel()
 	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	waitFor(t, 5*time.Second, "listener closed", func() bool {
+	poll.Until(t, 5*time.Second, "listener closed", func() bool {
 		resp, err := probe.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()

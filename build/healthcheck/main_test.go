@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/likes/likes/pkg/freeport"
 )
 
 func TestRunStatus(t *testing.T) {
@@ -59,12 +61,7 @@ func TestRunDefaultURLFromListenAddr(t *testing.T) {
 }
 
 func TestRunRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there any more
+	addr := freeport.Addr(t) // nothing listens there any more
 	if err := run(context.Background(), []string{"healthcheck", "http://" + addr + "/readyz"}, noEnv, io.Discard); err == nil {
 		t.Errorf("run against closed port %s = nil; want error", addr)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
@@ -38,8 +39,8 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	haproxy := haproxyBinary(t)
 	writerBin, fanoutBin := buildProgram(t, "writer-svc"), buildProgram(t, "fanout-svc")
 	rdb := redistest.Start(t)
-	writerPort := freePortOn(t, "127.0.0.2", "127.0.0.3")
-	fanoutPort := freePortOn(t, "127.0.0.4", "127.0.0.5", "127.0.0.6")
+	writerPort := freeport.On(t, "127.0.0.2", "127.0.0.3")
+	fanoutPort := freeport.On(t, "127.0.0.4", "127.0.0.5", "127.0.0.6")
 	logs := t.TempDir()
 	env := []string{"REDIS_URL=" + rdb.URL, "LOG_LEVEL=warn"}
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
@@ -108,7 +109,7 @@ func startHAProxy(t *testing.T, bin, dnsAddr, writerPort, fanoutPort string) *ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	likes, streams, monitor := freePort(t), freePort(t), freePort(t)
+	likes, streams, monitor := freeport.Port(t), freeport.Port(t), freeport.Port(t)
 	cfg := string(raw)
 	for _, r := range []struct{ from, to string }{
 		{"bind :8080", fmt.Sprintf("bind 127.0.0.1:%d", likes)},
@@ -135,14 +136,14 @@ func startHAProxy(t *testing.T, bin, dnsAddr, writerPort, fanoutPort string) *ba
 		streams: fmt.Sprintf("http://127.0.0.1:%d", streams),
 		monitor: fmt.Sprintf("http://127.0.0.1:%d", monitor),
 	}
-	poll(t, 10*time.Second, "haproxy /healthz", func() bool { return httpStatus(lb.monitor+"/healthz") == http.StatusOK })
+	poll.Until(t, 10*time.Second, "haproxy /healthz", func() bool { return httpStatus(lb.monitor+"/healthz") == http.StatusOK })
 	return lb
 }
 
 // awaitUp waits until haproxy reports n servers UP in backend (by health check on /readyz).
 func (b *balancer) awaitUp(t *testing.T, backend string, n int) {
 	t.Helper()
-	poll(t, 30*time.Second, fmt.Sprintf("%d servers UP in %s", n, backend), func() bool {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d servers UP in %s", n, backend), func() bool {
 		return b.serversUp(backend) == n
 	})
 }
@@ -279,13 +280,13 @@ func (v *viewer) stream(ctx context.Context, url string) {
 
 func (v *viewer) awaitConnected(t *testing.T) {
 	t.Helper()
-	poll(t, 10*time.Second, "a viewer's stream to open", func() bool { return v.connected.Load() && v.count.Load() >= 0 })
+	poll.Until(t, 10*time.Second, "a viewer's stream to open", func() bool { return v.connected.Load() && v.count.Load() >= 0 })
 }
 
 // awaitAllCounts waits until every viewer shows count.
 func awaitAllCounts(t *testing.T, viewers []*viewer, count int64) {
 	t.Helper()
-	poll(t, 10*time.Second, fmt.Sprintf("all %d viewers to show count %d", len(viewers), count), func() bool {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("all %d viewers to show count %d", len(viewers), count), func() bool {
 		for _, v := range viewers {
 			if v.count.Load() != count {
 				return false
@@ -298,28 +299,24 @@ func awaitAllCounts(t *testing.T, viewers []*viewer, count int64) {
 // awaitViewers waits until each node's likes_fanout_viewers gauge shows the wanted number.
 func awaitViewers(t *testing.T, want map[string]int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Check(t, 10*time.Second, func() error {
 		got := map[string]int{}
 		same := true
 		for node, n := range want {
 			got[node] = nodeViewers(node)
 			same = same && got[node] == n
 		}
-		if same {
-			return
+		if !same {
+			return fmt.Errorf("viewers per node %v; want %v", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("viewers per node %v after 10s; want %v", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // awaitViewersTotal waits until the nodes together hold total viewers.
 func awaitViewersTotal(t *testing.T, nodes []string, total int) {
 	t.Helper()
-	poll(t, 20*time.Second, fmt.Sprintf("%d viewers on %v", total, nodes), func() bool {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%d viewers on %v", total, nodes), func() bool {
 		sum := 0
 		for _, n := range nodes {
 			sum += nodeViewers(n)
@@ -373,43 +370,4 @@ func httpStatus(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// poll checks cond every 50 ms until it holds or the timeout passes.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// freePortOn returns a port free on every one of the loopback addresses.
-func freePortOn(t *testing.T, ips ...string) string {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", ips[0]+":0")
-		if err != nil {
-			t.Fatalf("listen on %s: %v", ips[0], err)
-		}
-		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		ln.Close()
-		free := true
-		for _, ip := range ips[1:] {
-			l, err := net.Listen("tcp", ip+":"+port)
-			if err != nil {
-				free = false
-				break
-			}
-			l.Close()
-		}
-		if free {
-			return port
-		}
-	}
-	t.Fatalf("no port free on all of %v", ips)
-	return ""
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/pkg/freeport"
 )
 
 // TestRunScript runs scripts/run.sh (the target of `make run`) on free ports, uses the curl
@@ -31,7 +33,7 @@ func TestRunScript(t *testing.T) {
 	}
 	buildProgram(t, "writer-svc")
 	buildProgram(t, "fanout-svc")
-	writerPort, fanoutPort, redisPort := freePort(t), freePortPair(t), freePort(t)
+	writerPort, fanoutPort, redisPort := freeport.Port(t), freeport.Pair(t), freeport.Port(t)
 	runDir := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(repoRoot, "scripts", "run.sh"))
 	cmd.Env = append(os.Environ(), "BIN="+binDir, "RUN_DIR="+runDir, "APPENDFSYNC=always", "LOG_LEVEL=warn",
@@ -202,30 +204,4 @@ func sigintIgnored(t *testing.T) bool {
 	}
 	mask, err := strconv.ParseUint(string(m[1]), 16, 64)
 	return err == nil && mask&(1<<(uint(syscall.SIGINT)-1)) != 0
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// freePortPair returns a port p such that p and p+1 were both free.
-func freePortPair(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		p := freePort(t)
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		if err == nil {
-			ln.Close()
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free ports in 50 tries")
-	return 0
 }

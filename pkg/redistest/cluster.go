@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 )
 
 // Cluster is a real Redis Cluster of masters without replicas, one redis-server process per
@@ -40,7 +43,7 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 		// The cluster bus port is chosen explicitly: the default (port+10000) may be taken or
 		// beyond 65535 for a random free port.
 		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(freePort(t)), "--cluster-node-timeout", clusterNodeTimeout}, extra...)
+			"--cluster-port", strconv.Itoa(freeport.Port(t)), "--cluster-node-timeout", clusterNodeTimeout}, extra...)
 		c.Nodes = append(c.Nodes, Start(t, args...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
@@ -77,15 +80,9 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 // owns every slot, failing the test after 60 seconds.
 func (c *Cluster) WaitHealthy() {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		if last = c.healthy(); last == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := poll.For(60*time.Second, c.healthy); err != nil {
+		c.t.Fatalf("redis cluster not healthy after 60s: %v", err)
 	}
-	c.t.Fatalf("redis cluster not healthy after 60s: %v", last)
 }
 
 func (c *Cluster) healthy() error {

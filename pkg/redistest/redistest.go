@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/pkg/freeport"
 )
 
 // Server is one redis-server process. Kill and Restart simulate crashes on the same port.
@@ -43,7 +45,7 @@ func Start(t testing.TB, extra ...string) *Server {
 	s := &Server{t: t}
 	dir := t.TempDir()
 	for attempt := 0; ; attempt++ {
-		s.port = freePort(t)
+		s.port = freeport.Port(t)
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 		s.URL = "redis://" + s.Addr + "/0"
 		s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
@@ -150,13 +152,4 @@ func waitReady(r io.Reader) error {
 		}
 	}
 	return fmt.Errorf("redis-server exited: %s", strings.Join(last, " | "))
-}
-
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -100,7 +101,7 @@ func TestClusterRoutesEachPostToItsNode(t *testing.T) {
 	for node, ps := range posts {
 		for i, p := range ps {
 			want := int64(10*node + i + 1)
-			waitFor(t, 5*time.Second, "post "+p+" count "+itoa(int(want)), func() bool { return sink.has(p, want) })
+			poll.Until(t, 5*time.Second, "post "+p+" count "+itoa(int(want)), func() bool { return sink.has(p, want) })
 		}
 	}
 	if got := rel.Stats().Messages.Load(); got != 6 {
@@ -109,13 +110,13 @@ func TestClusterRoutesEachPostToItsNode(t *testing.T) {
 
 	gone := posts[1][0]
 	rel.Unsubscribe(gone)
-	waitFor(t, 5*time.Second, "no subscriber of "+gone, func() bool {
+	poll.Until(t, 5*time.Second, "no subscriber of "+gone, func() bool {
 		return shardSubscribers(t, c.Nodes[1], keys.Channel(gone)) == 0
 	})
 	if got := shardSubscribers(t, c.Nodes[1], keys.Channel(posts[1][1])); got != 1 {
 		t.Errorf("subscribers of %s after unsubscribing %s = %d; want 1", posts[1][1], gone, got)
 	}
-	waitFor(t, 10*time.Second, "Healthy", rel.Healthy)
+	poll.Until(t, 10*time.Second, "Healthy", rel.Healthy)
 }
 
 // TestClusterFollowsMigratedSlot moves a subscribed post's slot to another master. The old owner
@@ -131,7 +132,7 @@ func TestClusterFollowsMigratedSlot(t *testing.T) {
 	store(t, cc, post, 3, 300) // stored, not published
 
 	c.MigrateSlot(keySlot(keys.Channel(post)), c.Nodes[2])
-	waitFor(t, 10*time.Second, "resynced count 3 after the move", func() bool { return sink.has(post, 3) })
+	poll.Until(t, 10*time.Second, "resynced count 3 after the move", func() bool { return sink.has(post, 3) })
 	if got := shardSubscribers(t, c.Nodes[2], keys.Channel(post)); got != 1 {
 		t.Errorf("subscribers of %s on its new owner = %d; want 1", post, got)
 	}
@@ -143,8 +144,8 @@ func TestClusterFollowsMigratedSlot(t *testing.T) {
 	}
 	spublish(t, cc, post, 4, 400)
 	spublish(t, cc, neighbour, 1, 100)
-	waitFor(t, 5*time.Second, "count 4 published on the new owner", func() bool { return sink.has(post, 4) })
-	waitFor(t, 5*time.Second, "neighbour on an untouched node", func() bool { return sink.has(neighbour, 1) })
+	poll.Until(t, 5*time.Second, "count 4 published on the new owner", func() bool { return sink.has(post, 4) })
+	poll.Until(t, 5*time.Second, "neighbour on an untouched node", func() bool { return sink.has(neighbour, 1) })
 }
 
 // TestClusterResubscribesAfterNodeRestart crashes a master that carries several subscribed posts
@@ -165,7 +166,7 @@ func TestClusterResubscribesAfterNodeRestart(t *testing.T) {
 	}
 
 	c.Kill(victim)
-	waitFor(t, 10*time.Second, "relay to notice the crash", func() bool { return !rel.Healthy() })
+	poll.Until(t, 10*time.Second, "relay to notice the crash", func() bool { return !rel.Healthy() })
 	late := postsPerNode(t, c, 4)[victim][3]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	if err := rel.Subscribe(ctx, late); err == nil {
@@ -181,8 +182,8 @@ func TestClusterResubscribesAfterNodeRestart(t *testing.T) {
 	}
 	c.Restart(victim)
 	for _, p := range posts[victim] {
-		waitFor(t, 20*time.Second, "resynced count 9 of "+p, func() bool { return sink.has(p, 9) })
-		waitFor(t, 10*time.Second, "subscription of "+p+" on the restarted node", func() bool {
+		poll.Until(t, 20*time.Second, "resynced count 9 of "+p, func() bool { return sink.has(p, 9) })
+		poll.Until(t, 10*time.Second, "subscription of "+p+" on the restarted node", func() bool {
 			return shardSubscribers(t, c.Nodes[victim], keys.Channel(p)) == 1
 		})
 	}
@@ -193,10 +194,10 @@ func TestClusterResubscribesAfterNodeRestart(t *testing.T) {
 	}
 	for _, ps := range posts {
 		for _, p := range ps {
-			waitFor(t, 5*time.Second, "count 20 of "+p, func() bool { return sink.has(p, 20) })
+			poll.Until(t, 5*time.Second, "count 20 of "+p, func() bool { return sink.has(p, 20) })
 		}
 	}
-	waitFor(t, 10*time.Second, "Healthy", rel.Healthy)
+	poll.Until(t, 10*time.Second, "Healthy", rel.Healthy)
 }
 
 // TestClusterFollowsMoved subscribes a post whose slot moved while the relay had no reason to
@@ -217,5 +218,5 @@ func TestClusterFollowsMoved(t *testing.T) {
 		t.Errorf("subscribers of %s on its new owner = %d; want 1", post, got)
 	}
 	spublish(t, cc, post, 5, 500)
-	waitFor(t, 5*time.Second, "count 5 on the new owner", func() bool { return sink.has(post, 5) })
+	poll.Until(t, 5*time.Second, "count 5 on the new owner", func() bool { return sink.has(post, 5) })
 }

@@ -88,16 +88,4 @@ func store(t *testing.T, client redis.UniversalClient, post string, count, ver i
 	return string(update.Update{PostID: post, Count: count, TS: ver}.AppendJSON(nil))
 }
 
-// waitFor polls cond every 10ms until it holds, failing the test after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -22,11 +23,11 @@ func TestSingleDeliversAndResyncsAfterRestart(t *testing.T) {
 	if err := client.Publish(ctx, keys.Channel("a"), payload).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "count 1 of post a", func() bool { return sink.has("a", 1) })
+	poll.Until(t, 5*time.Second, "count 1 of post a", func() bool { return sink.has("a", 1) })
 
 	store(t, client, "a", 5, 500) // stored, not published: only a resync can deliver it
 	srv.Restart()
-	waitFor(t, 15*time.Second, "resynced count 5 of post a", func() bool { return sink.has("a", 5) })
+	poll.Until(t, 15*time.Second, "resynced count 5 of post a", func() bool { return sink.has("a", 5) })
 	if rel.Stats().Reconnects.Load() == 0 {
 		t.Error("Reconnects = 0 after a Redis restart; want > 0")
 	}
@@ -34,8 +35,8 @@ func TestSingleDeliversAndResyncsAfterRestart(t *testing.T) {
 	if err := client.Publish(ctx, keys.Channel("a"), payload).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "count 6 after restart", func() bool { return sink.has("a", 6) })
-	waitFor(t, 10*time.Second, "Healthy", rel.Healthy)
+	poll.Until(t, 10*time.Second, "count 6 after restart", func() bool { return sink.has("a", 6) })
+	poll.Until(t, 10*time.Second, "Healthy", rel.Healthy)
 }
 
 // TestSingleUnsubscribeStopsDelivery checks that after Unsubscribe Redis has no subscriber left
@@ -53,5 +54,5 @@ func TestSingleUnsubscribeStopsDelivery(t *testing.T) {
 		t.Fatalf("subscribers of b after Subscribe = %d; want 1", got)
 	}
 	rel.Unsubscribe("b")
-	waitFor(t, 5*time.Second, "no subscriber of b", func() bool { return numsub() == 0 })
+	poll.Until(t, 5*time.Second, "no subscriber of b", func() bool { return numsub() == 0 })
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/loadgen/internal/hist"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
@@ -134,17 +136,14 @@ func call(t *testing.T, c *Client, req Request) Reply {
 
 func waitStatus(t *testing.T, c *Client, cond func(*Status) bool) *Status {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		st := call(t, c, Request{Op: OpStatus}).Status
-		if cond(st) {
-			return st
+	var st *Status
+	poll.Check(t, 15*time.Second, func() error {
+		if st = call(t, c, Request{Op: OpStatus}).Status; !cond(st) {
+			return fmt.Errorf("status never reached the condition: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never reached the condition: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 func TestDeliveryConvergenceAndLatency(t *testing.T) {
