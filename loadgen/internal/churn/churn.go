@@ -4,15 +4,15 @@
 package churn
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/likes/likes/pkg/sseclient"
 )
 
 // Config says how many streams to open, where, and for how long.
@@ -76,21 +76,18 @@ const (
 
 // open holds one stream for hold and reports how it went.
 func open(host, path string, hold time.Duration) outcome {
-	c, err := net.DialTimeout("tcp", host, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := sseclient.Dial(ctx, sseclient.Request{Addr: host, Path: path})
 	if err != nil {
 		return failed
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", path, host); err != nil {
-		return failed
-	}
-	status, err := bufio.NewReaderSize(c, 512).ReadString('\n')
-	if err != nil {
-		return failed
-	}
-	if !strings.HasPrefix(status, "HTTP/1.1 200") {
+	var se *sseclient.StatusError
+	if err := c.Head(ctx); errors.As(err, &se) {
 		return refused
+	} else if err != nil {
+		return failed
 	}
 	time.Sleep(hold) // the stream stays open, unread: a viewer that goes away mid-stream
 	return opened

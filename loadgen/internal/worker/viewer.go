@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/likes/likes/loadgen/internal/stream"
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -37,7 +37,7 @@ type viewer struct {
 	fd        int
 	deadline  time.Time // for the handshake
 	requested bool      // the request was sent
-	stream    stream.Stream
+	stream    sseclient.Stream
 	nowUS     int64
 	emitFn    func(*sse.Event) // v.emit, bound once so Feed does not allocate a closure per read
 }
@@ -57,7 +57,7 @@ func (v *viewer) received(p []byte) {
 
 // ended records why a connection ended; the loop has closed it.
 func (v *viewer) ended(err error) {
-	var se *stream.StatusError
+	var se *sseclient.StatusError
 	switch {
 	case v.state.Load() == stateOpen:
 		if !v.w.closing.Load() {

@@ -1,4 +1,4 @@
-package stream
+package sseclient
 
 import (
 	"errors"

@@ -1,9 +1,9 @@
-package stream
+package sseclient
 
 import "errors"
 
 // errBadChunk is returned for a malformed chunked body.
-var errBadChunk = errors.New("stream: malformed chunked body")
+var errBadChunk = errors.New("sseclient: malformed chunked body")
 
 // maxChunkSize bounds a chunk size line's value: 16 hex digits would overflow.
 const maxChunkDigits = 15
@@ -30,14 +30,14 @@ func (c *chunkReader) feed(p []byte, data func([]byte) error) error {
 		case chunkSize:
 			b := p[0]
 			p = p[1:]
-			switch {
-			case b == '\r':
-			case b == '\n':
+			switch b {
+			case '\r':
+			case '\n':
 				if c.digits == 0 {
 					return errBadChunk
 				}
 				c.endSizeLine()
-			case b == ';' || b == ' ' || b == '\t':
+			case ';', ' ', '\t':
 				c.state = chunkExt
 			default:
 				v, ok := hexValue(b)

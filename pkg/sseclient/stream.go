@@ -1,10 +1,11 @@
-package stream
+package sseclient
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/likes/likes/pkg/sse"
 )
@@ -13,21 +14,26 @@ import (
 const maxHead = 16 << 10
 
 // ErrHeadTooLong is returned when the response head exceeds maxHead bytes.
-var ErrHeadTooLong = errors.New("stream: response head too long")
+var ErrHeadTooLong = errors.New("sseclient: response head too long")
 
 // ErrEnd is returned when a chunked body ends (the last chunk): the server closed the stream.
-var ErrEnd = errors.New("stream: end of chunked body")
+var ErrEnd = errors.New("sseclient: end of chunked body")
 
-// StatusError is returned by Feed when the response status is not 200.
-type StatusError struct{ Code int }
+// StatusError is returned by Feed when the response status is not 200. RetryAfter is the
+// response's Retry-After in seconds, 0 when it has none (a full node answers 503 with one).
+type StatusError struct {
+	Code       int
+	RetryAfter time.Duration
+}
 
-func (e *StatusError) Error() string { return fmt.Sprintf("stream: status %d", e.Code) }
+func (e *StatusError) Error() string { return fmt.Sprintf("sseclient: status %d", e.Code) }
 
 // Stream decodes one response. The zero value is ready for a new response.
 type Stream struct {
 	head     []byte
 	headDone bool
 	status   int
+	retry    time.Duration // Retry-After
 	chunked  bool
 	chunk    chunkReader
 	dec      sse.Decoder
@@ -78,7 +84,7 @@ func (s *Stream) readHead(p []byte) ([]byte, error) {
 	s.head = nil
 	s.headDone = true
 	if s.status != 200 {
-		return nil, &StatusError{Code: s.status}
+		return nil, &StatusError{Code: s.status, RetryAfter: s.retry}
 	}
 	return body, nil
 }
@@ -88,19 +94,27 @@ func (s *Stream) parseHead(head []byte) error {
 	// "HTTP/1.1 200 OK"
 	_, after, ok := bytes.Cut(line, []byte(" "))
 	if !ok || !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(after) < 3 {
-		return fmt.Errorf("stream: bad status line %q", line)
+		return fmt.Errorf("sseclient: bad status line %q", line)
 	}
 	code, err := strconv.Atoi(string(after[:3]))
 	if err != nil {
-		return fmt.Errorf("stream: bad status line %q", line)
+		return fmt.Errorf("sseclient: bad status line %q", line)
 	}
 	s.status = code
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if ok && bytes.EqualFold(bytes.TrimSpace(name), []byte("Transfer-Encoding")) &&
-			bytes.Contains(bytes.ToLower(value), []byte("chunked")) {
-			s.chunked = true
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		switch {
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			s.chunked = s.chunked || bytes.Contains(bytes.ToLower(value), []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Retry-After")):
+			if sec, err := strconv.Atoi(string(bytes.TrimSpace(value))); err == nil && sec > 0 {
+				s.retry = time.Duration(sec) * time.Second
+			}
 		}
 	}
 	return nil
