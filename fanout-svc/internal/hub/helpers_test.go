@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -95,85 +96,63 @@ func tcpPair(t testing.TB) (server, client net.Conn) {
 	return server, client
 }
 
-// reader consumes a viewer's stream in the background and keeps what it decoded.
+// reader consumes a viewer's stream in the background with the shared SSE client and keeps what
+// it decoded.
 type reader struct {
+	conn    *sseclient.Conn
 	mu      sync.Mutex
 	events  []update.Update
 	ids     []string
 	watch   []update.Watching // watching events, apart from counts
 	watchID int               // watching events that carried an id (there must be none)
-	pings   int
-	raw     []byte
-	eof     bool
+	raw     []byte            // the body as read, while keepRaw is set
 	keepRaw bool
+	eof     bool
 	done    chan struct{}
 }
 
 func startReader(t testing.TB, c net.Conn) *reader {
-	r := &reader{done: make(chan struct{})}
+	r := &reader{conn: sseclient.New(c), done: make(chan struct{})}
+	r.conn.Tap(func(body []byte) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.keepRaw {
+			r.raw = append(r.raw, body...)
+		}
+	})
 	go func() { // exits when the connection closes
 		defer close(r.done)
-		var dec sse.Decoder
-		buf := make([]byte, 64<<10)
-		headerDone := false
-		var head []byte
-		for {
-			n, err := c.Read(buf)
-			chunk := buf[:n]
-			if !headerDone && n > 0 {
-				head = append(head, chunk...)
-				i := indexHeaderEnd(head)
-				if i < 0 {
-					continue
-				}
-				chunk, headerDone = head[i:], true
-			}
-			r.mu.Lock()
-			if r.keepRaw {
-				r.raw = append(r.raw, chunk...)
-			}
-			_ = dec.Feed(chunk, func(e *sse.Event) {
-				if string(e.Event) == sse.EventWatching {
-					if w, err := update.ParseWatching(e.Data); err == nil {
-						r.watch = append(r.watch, w)
-					}
-					if e.HasID {
-						r.watchID++
-					}
-					return
-				}
-				if u, err := update.Parse(e.Data); err == nil {
-					r.events = append(r.events, u)
-					r.ids = append(r.ids, string(e.ID))
-				}
-			})
-			r.pings = dec.Comments
-			r.mu.Unlock()
-			if err != nil {
-				r.mu.Lock()
-				r.eof = true
-				r.mu.Unlock()
-				return
-			}
-		}
+		_ = r.conn.Run(context.Background(), r.record)
+		r.mu.Lock()
+		r.eof = true
+		r.mu.Unlock()
 	}()
-	t.Cleanup(func() { c.Close(); <-r.done })
+	t.Cleanup(func() { _ = r.conn.Close(); <-r.done })
 	return r
 }
 
-func indexHeaderEnd(b []byte) int {
-	for i := 0; i+3 < len(b); i++ {
-		if b[i] == '\r' && b[i+1] == '\n' && b[i+2] == '\r' && b[i+3] == '\n' {
-			return i + 4
+func (r *reader) record(e *sse.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if string(e.Event) == sse.EventWatching {
+		if w, err := update.ParseWatching(e.Data); err == nil {
+			r.watch = append(r.watch, w)
 		}
+		if e.HasID {
+			r.watchID++
+		}
+		return
 	}
-	return -1
+	if u, err := update.Parse(e.Data); err == nil {
+		r.events = append(r.events, u)
+		r.ids = append(r.ids, string(e.ID))
+	}
 }
 
 func (r *reader) snapshot() ([]update.Update, []string, int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]update.Update(nil), r.events...), append([]string(nil), r.ids...), r.pings, r.eof
+	return append([]update.Update(nil), r.events...), append([]string(nil), r.ids...), r.conn.Comments(), r.eof
 }
 
 func (r *reader) last(post string) (update.Update, bool) {
@@ -185,17 +164,6 @@ func (r *reader) last(post string) (update.Update, bool) {
 		}
 	}
 	return update.Update{}, false
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 const testPreamble = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nretry: 1000\n\n"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -15,13 +16,13 @@ func TestViewerGetsSnapshotThenUpdatesInOrder(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
 	_, c := addViewer(t, h, false, "42")
 	r := startReader(t, c)
-	waitFor(t, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
+	poll.Until(t, 10*time.Second, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
 	for n := int64(1); n <= 30; n++ { // a burst within MaxBatchFrames: batched, not conflated
 		h.Publish(upd("42", n))
 	}
 	for n := int64(31); n <= 100; n++ {
 		h.Publish(upd("42", n))
-		waitFor(t, "each paced update", func() bool { u, _ := r.last("42"); return u.Count == n })
+		poll.Until(t, 10*time.Second, "each paced update", func() bool { u, _ := r.last("42"); return u.Count == n })
 	}
 	events, ids, _, _ := r.snapshot()
 	for i := 1; i < len(events); i++ {
@@ -44,7 +45,7 @@ func TestOlderUpdatesAreDropped(t *testing.T) {
 	h.Publish(upd("p", 5))
 	h.Publish(upd("p", 3)) // delayed message: must never reach the viewer
 	h.Publish(upd("p", 6))
-	waitFor(t, "count 6", func() bool { u, _ := r.last("p"); return u.Count == 6 })
+	poll.Until(t, 10*time.Second, "count 6", func() bool { u, _ := r.last("p"); return u.Count == 6 })
 	events, _, _, _ := r.snapshot()
 	for _, e := range events {
 		if e.Count == 3 {
@@ -62,7 +63,7 @@ func TestMultiPostStreamUsesVersionIDs(t *testing.T) {
 	r := startReader(t, c)
 	h.Publish(upd("a", 1))
 	h.Publish(upd("b", 7))
-	waitFor(t, "both posts", func() bool {
+	poll.Until(t, 10*time.Second, "both posts", func() bool {
 		a, _ := r.last("a")
 		b, _ := r.last("b")
 		return a.Count == 1 && b.Count == 7
@@ -84,10 +85,10 @@ func TestSnapshotNewerThanHubWins(t *testing.T) {
 	server, client := tcpPair(t)
 	r := startReader(t, client)
 	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("s", 4)}, Preamble: []byte(testPreamble)})
-	waitFor(t, "snapshot 4", func() bool { u, _ := r.last("s"); return u.Count == 4 })
+	poll.Until(t, 10*time.Second, "snapshot 4", func() bool { u, _ := r.last("s"); return u.Count == 4 })
 	h.Publish(upd("s", 3)) // older than the snapshot: dropped for this viewer
 	h.Publish(upd("s", 5))
-	waitFor(t, "count 5", func() bool { u, _ := r.last("s"); return u.Count == 5 })
+	poll.Until(t, 10*time.Second, "count 5", func() bool { u, _ := r.last("s"); return u.Count == 5 })
 	events, _, _, _ := r.snapshot()
 	if len(events) != 2 {
 		t.Errorf("got %+v; want the snapshot (4) then 5", events)
@@ -104,7 +105,7 @@ func TestResumeSkipsKnownState(t *testing.T) {
 	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
 		Resume: func(_ int, u update.Update) bool { return u.Count != 9 }})
 	h.Publish(upd("r", 10))
-	waitFor(t, "count 10", func() bool { u, _ := r.last("r"); return u.Count == 10 })
+	poll.Until(t, 10*time.Second, "count 10", func() bool { u, _ := r.last("r"); return u.Count == 10 })
 	events, _, _, _ := r.snapshot()
 	if len(events) != 1 {
 		t.Errorf("got %+v; want only 10 (9 was already known)", events)
@@ -114,10 +115,10 @@ func TestResumeSkipsKnownState(t *testing.T) {
 func TestDisconnectReleasesSubscription(t *testing.T) {
 	h, sub := newTestHub(t, Config{})
 	_, c := addViewer(t, h, false, "gone")
-	waitFor(t, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
+	poll.Until(t, 10*time.Second, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
 	c.Close()
-	waitFor(t, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
-	waitFor(t, "unsubscribe after grace", func() bool { _, u := sub.counts("gone"); return u == 1 })
+	poll.Until(t, 10*time.Second, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
+	poll.Until(t, 10*time.Second, "unsubscribe after grace", func() bool { _, u := sub.counts("gone"); return u == 1 })
 	if s, _ := sub.counts("gone"); s != 1 {
 		t.Errorf("subscribed %d times; want 1", s)
 	}
@@ -130,11 +131,11 @@ func TestReacquireWithinGraceKeepsSubscription(t *testing.T) {
 	h, sub := newTestHub(t, Config{UnsubscribeGrace: time.Hour})
 	_, c := addViewer(t, h, false, "flap")
 	c.Close()
-	waitFor(t, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
+	poll.Until(t, 10*time.Second, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
 	_, c2 := addViewer(t, h, false, "flap")
 	r := startReader(t, c2)
 	h.Publish(upd("flap", 1))
-	waitFor(t, "update", func() bool { u, _ := r.last("flap"); return u.Count == 1 })
+	poll.Until(t, 10*time.Second, "update", func() bool { u, _ := r.last("flap"); return u.Count == 1 })
 	if s, u := sub.counts("flap"); s != 1 || u != 0 {
 		t.Errorf("subscribe/unsubscribe = %d/%d; want 1/0 (a refresh must not flap)", s, u)
 	}
@@ -144,7 +145,7 @@ func TestHeartbeat(t *testing.T) {
 	h, _ := newTestHub(t, Config{Heartbeat: 40 * time.Millisecond})
 	_, c := addViewer(t, h, false, "hb")
 	r := startReader(t, c)
-	waitFor(t, "two pings", func() bool { _, _, p, _ := r.snapshot(); return p >= 2 })
+	poll.Until(t, 10*time.Second, "two pings", func() bool { _, _, p, _ := r.snapshot(); return p >= 2 })
 }
 
 // stalledViewer returns a viewer whose client never reads and whose buffers are tiny, so its
@@ -170,13 +171,13 @@ func TestStalledViewerDoesNotBlockOthersAndConverges(t *testing.T) {
 	for i := int64(1); i <= n; i++ {
 		h.Publish(upd("hot", i))
 	}
-	waitFor(t, "fast viewer at the newest count", func() bool { u, _ := r.last("hot"); return u.Count == n })
+	poll.Until(t, 10*time.Second, "fast viewer at the newest count", func() bool { u, _ := r.last("hot"); return u.Count == n })
 	if h.Stats().Conflated.Load() == 0 {
 		t.Error("no conflation counted for a viewer that never read")
 	}
 	// The stalled viewer starts reading: it must end at the newest count, without a backlog.
 	sr := startReader(t, stalled)
-	waitFor(t, "stalled viewer converges", func() bool { u, _ := sr.last("hot"); return u.Count == n })
+	poll.Until(t, 10*time.Second, "stalled viewer converges", func() bool { u, _ := sr.last("hot"); return u.Count == n })
 	events, _, _, _ := sr.snapshot()
 	if len(events) > n/2 {
 		t.Errorf("stalled viewer got %d events; want a conflated few, not the backlog", len(events))
@@ -186,10 +187,10 @@ func TestStalledViewerDoesNotBlockOthersAndConverges(t *testing.T) {
 func TestStallTimeoutDropsViewer(t *testing.T) {
 	h, _ := newTestHub(t, Config{Shards: 1, StallTimeout: 50 * time.Millisecond, Heartbeat: 40 * time.Millisecond})
 	stalledViewer(t, h, "st")
-	waitFor(t, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
+	poll.Until(t, 10*time.Second, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
 	// Keep publishing until the socket has been full for longer than the stall timeout.
 	i := int64(0)
-	waitFor(t, "stalled viewer dropped", func() bool {
+	poll.Until(t, 10*time.Second, "stalled viewer dropped", func() bool {
 		i++
 		h.Publish(upd("st", i))
 		return h.Stats().Stalled.Load() == 1 && h.Stats().Viewers.Load() == 0
@@ -200,15 +201,15 @@ func TestFlushWindowBatchesFrames(t *testing.T) {
 	h, _ := newTestHub(t, Config{Shards: 1, FlushWindow: 30 * time.Millisecond})
 	_, c := addViewer(t, h, false, "w")
 	r := startReader(t, c)
-	waitFor(t, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
-	waitFor(t, "the snapshot's write counted", func() bool { return h.Stats().Writes.Load() == 1 })
+	poll.Until(t, 10*time.Second, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
+	poll.Until(t, 10*time.Second, "the snapshot's write counted", func() bool { return h.Stats().Writes.Load() == 1 })
 	writesBefore := h.Stats().Writes.Load()
 	for i := int64(1); i <= 4; i++ {
 		h.Publish(upd("w", i))
 	}
-	waitFor(t, "all four", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
+	poll.Until(t, 10*time.Second, "all four", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
 	// Counts reach Stats at the end of the shard's loop iteration, just after the bytes.
-	waitFor(t, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
+	poll.Until(t, 10*time.Second, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
 	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
 		t.Errorf("4 updates within one window took %d writes; want 1", got)
 	}
@@ -218,14 +219,14 @@ func TestFlushWindowMultiPost(t *testing.T) {
 	h, _ := newTestHub(t, Config{Shards: 1, FlushWindow: 30 * time.Millisecond})
 	_, c := addViewer(t, h, true, "x", "y")
 	r := startReader(t, c)
-	waitFor(t, "snapshots", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 2 })
-	waitFor(t, "the snapshots' write counted", func() bool { return h.Stats().Writes.Load() == 1 })
+	poll.Until(t, 10*time.Second, "snapshots", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 2 })
+	poll.Until(t, 10*time.Second, "the snapshots' write counted", func() bool { return h.Stats().Writes.Load() == 1 })
 	writesBefore := h.Stats().Writes.Load()
 	h.Publish(upd("x", 1))
 	h.Publish(upd("y", 1))
 	h.Publish(upd("x", 2))
-	waitFor(t, "three frames", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
-	waitFor(t, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
+	poll.Until(t, 10*time.Second, "three frames", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
+	poll.Until(t, 10*time.Second, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
 	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
 		t.Errorf("one window took %d writes; want 1", got)
 	}
@@ -239,7 +240,7 @@ func TestPostRateCapSendsNewestAtRate(t *testing.T) {
 	for i := int64(1); i <= 1000; i++ {
 		h.Publish(upd("storm", i))
 	}
-	waitFor(t, "newest count", func() bool { u, _ := r.last("storm"); return u.Count == 1000 })
+	poll.Until(t, 10*time.Second, "newest count", func() bool { u, _ := r.last("storm"); return u.Count == 1000 })
 	events, _, _, _ := r.snapshot()
 	elapsed := time.Since(start)
 	if max := int(elapsed.Seconds()*10) + 3; len(events) > max {
@@ -254,10 +255,10 @@ func TestDrainClosesEveryViewer(t *testing.T) {
 		_, c := addViewer(t, h, false, "d")
 		readers = append(readers, startReader(t, c))
 	}
-	waitFor(t, "viewers", func() bool { return h.Stats().Viewers.Load() == 20 })
+	poll.Until(t, 10*time.Second, "viewers", func() bool { return h.Stats().Viewers.Load() == 20 })
 	h.Drain(t.Context(), 50*time.Millisecond)
 	for _, r := range readers {
-		waitFor(t, "eof", func() bool { _, _, _, eof := r.snapshot(); return eof })
+		poll.Until(t, 10*time.Second, "eof", func() bool { _, _, _, eof := r.snapshot(); return eof })
 	}
 }
 
@@ -269,7 +270,7 @@ func TestDisconnectMidFrame(t *testing.T) {
 	_, fast := addViewer(t, h, false, "mid")
 	r := startReader(t, fast)
 	i := int64(0)
-	waitFor(t, "the stalled viewer to hold a partial write", func() bool {
+	poll.Until(t, 10*time.Second, "the stalled viewer to hold a partial write", func() bool {
 		i++
 		h.Publish(upd("mid", i))
 		return h.Stats().Conflated.Load() > 0
@@ -277,8 +278,8 @@ func TestDisconnectMidFrame(t *testing.T) {
 	stalled.Close()
 	i++
 	h.Publish(upd("mid", i))
-	waitFor(t, "the stalled viewer removed", func() bool { return h.Stats().Viewers.Load() == 1 })
+	poll.Until(t, 10*time.Second, "the stalled viewer removed", func() bool { return h.Stats().Viewers.Load() == 1 })
 	i++
 	h.Publish(upd("mid", i))
-	waitFor(t, "the other viewer at the newest count", func() bool { u, _ := r.last("mid"); return u.Count == i })
+	poll.Until(t, 10*time.Second, "the other viewer at the newest count", func() bool { u, _ := r.last("mid"); return u.Count == i })
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/poll"
 )
 
 // TestShedClosesViewersAndKeepsServing: Shed closes every viewer of the moment with a retry hint,
@@ -19,10 +21,10 @@ func TestShedClosesViewersAndKeepsServing(t *testing.T) {
 		r.mu.Unlock()
 		readers = append(readers, r)
 	}
-	waitFor(t, "20 viewers", func() bool { return h.Stats().Viewers.Load() == 20 })
+	poll.Until(t, 10*time.Second, "20 viewers", func() bool { return h.Stats().Viewers.Load() == 20 })
 	h.Shed(50 * time.Millisecond)
 	for i, r := range readers {
-		waitFor(t, "a shed viewer's EOF", func() bool { _, _, _, eof := r.snapshot(); return eof })
+		poll.Until(t, 10*time.Second, "a shed viewer's EOF", func() bool { _, _, _, eof := r.snapshot(); return eof })
 		r.mu.Lock()
 		raw := string(r.raw)
 		r.mu.Unlock()
@@ -30,12 +32,12 @@ func TestShedClosesViewersAndKeepsServing(t *testing.T) {
 			t.Errorf("viewer %d got %q before its close; want a retry hint", i, raw)
 		}
 	}
-	waitFor(t, "no viewers", func() bool { return h.Stats().Viewers.Load() == 0 })
+	poll.Until(t, 10*time.Second, "no viewers", func() bool { return h.Stats().Viewers.Load() == 0 })
 
 	_, c := addViewer(t, h, false, "s")
 	after := startReader(t, c)
 	h.Publish(upd("s", 7))
-	waitFor(t, "the viewer added after the shed to get count 7", func() bool {
+	poll.Until(t, 10*time.Second, "the viewer added after the shed to get count 7", func() bool {
 		u, ok := after.last("s")
 		return ok && u.Count == 7
 	})
@@ -54,10 +56,10 @@ func TestStopSheddingKeepsTheRest(t *testing.T) {
 		_, c := addViewer(t, h, false, "k")
 		readers = append(readers, startReader(t, c))
 	}
-	waitFor(t, "viewers", func() bool { return h.Stats().Viewers.Load() == n })
+	poll.Until(t, 10*time.Second, "viewers", func() bool { return h.Stats().Viewers.Load() == n })
 	start := time.Now()
 	h.Shed(window)
-	waitFor(t, "the shed to close a first viewer", func() bool { return h.Stats().Viewers.Load() < n })
+	poll.Until(t, 10*time.Second, "the shed to close a first viewer", func() bool { return h.Stats().Viewers.Load() < n })
 	h.StopShedding()
 	// The shard takes the stop in the loop iteration that handles this update at the latest.
 	h.Publish(upd("k", 1))
@@ -69,7 +71,7 @@ func TestStopSheddingKeepsTheRest(t *testing.T) {
 		}
 		return left
 	}
-	waitFor(t, "every open viewer to get count 1", func() bool {
+	poll.Until(t, 10*time.Second, "every open viewer to get count 1", func() bool {
 		for _, r := range readers {
 			u, ok := r.last("k")
 			if _, _, _, eof := r.snapshot(); !eof && (!ok || u.Count != 1) {

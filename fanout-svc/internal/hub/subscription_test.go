@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -153,7 +154,7 @@ func TestSubscriptionOutlivesFirstViewer(t *testing.T) {
 		_, err := h.Acquire(firstCtx, []string{"hot"})
 		firstErr <- err
 	}()
-	waitFor(t, "the first viewer's subscribe to reach Redis", func() bool { return len(sub.calls()) == 1 })
+	poll.Until(t, 10*time.Second, "the first viewer's subscribe to reach Redis", func() bool { return len(sub.calls()) == 1 })
 	const others = 20
 	results := make(chan error, others)
 	acquired := make(chan []*Post, others)
@@ -166,7 +167,7 @@ func TestSubscriptionOutlivesFirstViewer(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "every viewer to wait on the subscription", func() bool { return refs(h, "hot") == others+1 })
+	poll.Until(t, 10*time.Second, "every viewer to wait on the subscription", func() bool { return refs(h, "hot") == others+1 })
 	leave()
 	if err := <-firstErr; !errors.Is(err, context.Canceled) {
 		t.Errorf("the first viewer's Acquire returned %v; want context.Canceled (it gives up on its own)", err)
@@ -183,7 +184,7 @@ func TestSubscriptionOutlivesFirstViewer(t *testing.T) {
 	}
 	h.Publish(upd("hot", 1))
 	for _, r := range readers {
-		waitFor(t, "count 1 at every viewer", func() bool { u, _ := r.last("hot"); return u.Count == 1 })
+		poll.Until(t, 10*time.Second, "count 1 at every viewer", func() bool { u, _ := r.last("hot"); return u.Count == 1 })
 	}
 	if got := sub.calls(); len(got) != 1 {
 		t.Errorf("Redis calls %v; want one subscribe", got)
@@ -237,20 +238,20 @@ func TestBlockedUnsubscribeStallsNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Release(slow) // its last viewer left: UNSUBSCRIBE after the grace period
-	waitFor(t, "the UNSUBSCRIBE to block", func() bool { return sub.blocked("slow") })
+	poll.Until(t, 10*time.Second, "the UNSUBSCRIBE to block", func() bool { return sub.blocked("slow") })
 
 	h.Publish(upd("busy", 1))
-	waitFor(t, "an update of another post", func() bool { u, _ := watcher.last("busy"); return u.Count == 1 })
+	poll.Until(t, 10*time.Second, "an update of another post", func() bool { u, _ := watcher.last("busy"); return u.Count == 1 })
 	more, err := h.Acquire(context.Background(), []string{"busy", "fresh"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	newcomer := connect(t, h, more)
 	h.Publish(upd("fresh", 2))
-	waitFor(t, "a new viewer of other posts", func() bool { u, _ := newcomer.last("fresh"); return u.Count == 2 })
-	waitFor(t, "three viewers", func() bool { return h.Stats().Viewers.Load() == 3 })
+	poll.Until(t, 10*time.Second, "a new viewer of other posts", func() bool { u, _ := newcomer.last("fresh"); return u.Count == 2 })
+	poll.Until(t, 10*time.Second, "three viewers", func() bool { return h.Stats().Viewers.Load() == 3 })
 	leaver.Close()
-	waitFor(t, "a disconnect", func() bool { return h.Stats().Viewers.Load() == 2 })
+	poll.Until(t, 10*time.Second, "a disconnect", func() bool { return h.Stats().Viewers.Load() == 2 })
 	if !sub.blocked("slow") {
 		t.Fatal("the UNSUBSCRIBE returned (3 s passed) before the other posts' work was done: it waited on it")
 	}
@@ -260,7 +261,7 @@ func TestBlockedUnsubscribeStallsNothingElse(t *testing.T) {
 		_, err := h.Acquire(context.Background(), []string{"slow"})
 		back <- err
 	}()
-	waitFor(t, "the returning viewer to be counted", func() bool { return refs(h, "slow") == 1 })
+	poll.Until(t, 10*time.Second, "the returning viewer to be counted", func() bool { return refs(h, "slow") == 1 })
 	open()
 	if err := <-back; err != nil {
 		t.Fatal(err)
@@ -304,11 +305,11 @@ func TestHubEnforcesMaxPosts(t *testing.T) {
 	if err == nil {
 		t.Errorf("Add of %d posts succeeded; want an error", len(ids))
 	}
-	waitFor(t, "the refused connection closed", func() bool { _, _, _, eof := r.snapshot(); return eof })
+	poll.Until(t, 10*time.Second, "the refused connection closed", func() bool { _, _, _, eof := r.snapshot(); return eof })
 	if !h.Reserve(1) {
 		t.Error("the refused viewer still holds its admission")
 	}
-	waitFor(t, "the refused viewer's posts released", func() bool { return h.Subscriptions() == 0 })
+	poll.Until(t, 10*time.Second, "the refused viewer's posts released", func() bool { return h.Subscriptions() == 0 })
 }
 
 // TestAdmissionIsNotTheViewersGauge: a viewer in setup holds an admission but is not counted as
@@ -333,10 +334,10 @@ func TestAdmissionIsNotTheViewersGauge(t *testing.T) {
 	if err := h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{{PostID: "a"}}, Preamble: []byte(testPreamble)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the viewer counted once connected", func() bool { return h.Stats().Viewers.Load() == 1 })
+	poll.Until(t, 10*time.Second, "the viewer counted once connected", func() bool { return h.Stats().Viewers.Load() == 1 })
 	client.Close()
-	waitFor(t, "the viewer gone", func() bool { _, _, _, eof := r.snapshot(); return eof && h.Stats().Viewers.Load() == 0 })
-	waitFor(t, "its admission returned", func() bool {
+	poll.Until(t, 10*time.Second, "the viewer gone", func() bool { _, _, _, eof := r.snapshot(); return eof && h.Stats().Viewers.Load() == 0 })
+	poll.Until(t, 10*time.Second, "its admission returned", func() bool {
 		if !h.Reserve(1) {
 			return false
 		}

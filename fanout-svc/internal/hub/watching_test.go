@@ -3,7 +3,9 @@ package hub
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -44,14 +46,14 @@ func TestWatchingReachesEveryViewerOnceWithoutID(t *testing.T) {
 	multi.keepRaw = true
 	multi.mu.Unlock()
 	readers = append(readers, multi)
-	waitFor(t, "snapshots", func() bool { ev, _, _, _ := multi.snapshot(); return len(ev) == 2 })
+	poll.Until(t, 10*time.Second, "snapshots", func() bool { ev, _, _, _ := multi.snapshot(); return len(ev) == 2 })
 
 	h.PublishWatching(watch("42", 12345, 1700000000000000))
 	h.PublishWatching(watch("42", 12345, 1700000002000000)) // unchanged: not sent again
 	h.PublishWatching(watch("42", 999, 1699999998000000))   // older: dropped
 	h.Publish(upd("42", 1))                                 // a count after them, as a barrier
 	for i, r := range readers {
-		waitFor(t, "count after the watching number", func() bool { u, _ := r.last("42"); return u.Count == 1 })
+		poll.Until(t, 10*time.Second, "count after the watching number", func() bool { u, _ := r.last("42"); return u.Count == 1 })
 		got, withID := r.watching("42")
 		if len(got) != 1 || got[0] != watch("42", 12345, 1700000000000000) || withID != 0 {
 			t.Errorf("viewer %d got watching %+v (%d with an id); want 12345 once, no id", i, got, withID)
@@ -80,11 +82,11 @@ func TestWatchingPerPostOnAMultiPostStream(t *testing.T) {
 	h.PublishWatching(watch("a", 1, 10))
 	h.PublishWatching(watch("b", 2, 10))
 	h.PublishWatching(watch("c", 3, 10))
-	waitFor(t, "every post's number", func() bool {
+	poll.Until(t, 10*time.Second, "every post's number", func() bool {
 		return r.lastWatching("a") == 1 && r.lastWatching("b") == 2 && r.lastWatching("c") == 3
 	})
 	h.PublishWatching(watch("b", 5, 20))
-	waitFor(t, "b's new number", func() bool { return r.lastWatching("b") == 5 })
+	poll.Until(t, 10*time.Second, "b's new number", func() bool { return r.lastWatching("b") == 5 })
 	for post, want := range map[string]int{"a": 1, "b": 2, "c": 1} {
 		if got, _ := r.watching(post); len(got) != want {
 			t.Errorf("post %s: %d watching events; want %d", post, len(got), want)
@@ -97,10 +99,10 @@ func TestNewViewerGetsTheCurrentWatchingNumber(t *testing.T) {
 	_, first := addViewer(t, h, false, "p")
 	r1 := startReader(t, first)
 	h.PublishWatching(watch("p", 7, 10))
-	waitFor(t, "first viewer's number", func() bool { return r1.lastWatching("p") == 7 })
+	poll.Until(t, 10*time.Second, "first viewer's number", func() bool { return r1.lastWatching("p") == 7 })
 	_, second := addViewer(t, h, true, "q", "p")
 	r2 := startReader(t, second)
-	waitFor(t, "the number at registration", func() bool { return r2.lastWatching("p") == 7 })
+	poll.Until(t, 10*time.Second, "the number at registration", func() bool { return r2.lastWatching("p") == 7 })
 	if got, _ := r2.watching("q"); len(got) != 0 {
 		t.Errorf("post q without a number gave %+v", got)
 	}
@@ -119,14 +121,14 @@ func TestBlockedViewerGetsTheNewestWatchingNumber(t *testing.T) {
 			t.Fatal("the stalled viewer's socket never filled")
 		}
 		h.Publish(upd("w", i))
-		waitFor(t, "sentinel at the count", func() bool { u, _ := sentinel.last("w"); return u.Count == i })
+		poll.Until(t, 10*time.Second, "sentinel at the count", func() bool { u, _ := sentinel.last("w"); return u.Count == i })
 	}
 	for n := int64(1); n <= 200; n++ {
 		h.PublishWatching(watch("w", n, 10*n))
 	}
-	waitFor(t, "sentinel at the newest number", func() bool { return sentinel.lastWatching("w") == 200 })
+	poll.Until(t, 10*time.Second, "sentinel at the newest number", func() bool { return sentinel.lastWatching("w") == 200 })
 	r := startReader(t, stalled)
-	waitFor(t, "newest number after draining", func() bool { return r.lastWatching("w") == 200 })
+	poll.Until(t, 10*time.Second, "newest number after draining", func() bool { return r.lastWatching("w") == 200 })
 	if got, _ := r.watching("w"); len(got) != 1 {
 		t.Errorf("a viewer blocked for all 200 numbers got %d watching events; want 1, the newest", len(got))
 	}
