@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -38,7 +40,7 @@ const browserWait = 20 * time.Second
 // width), likes and unlikes through the page, and checks that both pages show every change. It
 // then kills the fanout node, checks both pages say so, likes a post while it is down, restarts it
 // on the same address, and checks both pages reconnect, refresh the missed count and show the next
-// like. Set UPDATE_SCREENSHOT=1 to rewrite docs/screenshot.png from the first page.
+// like. Last, one page goes into the back/forward cache and comes back: no stream while away. Set UPDATE_SCREENSHOT=1 to rewrite docs/screenshot.png from the first page.
 func TestBrowserPage(t *testing.T) {
 	browser := startBrowser(t)
 	stack := startPageStack(t, browserPosts, nil, nil)
@@ -107,10 +109,28 @@ func TestBrowserPage(t *testing.T) {
 		}
 	})
 
+	t.Run("a page in the back/forward cache holds no stream", func(t *testing.T) {
+		poll.Until(t, browserWait, "both pages' streams", func() bool { return fanout.Metric(t, "likes_fanout_viewers") == 2 })
+		connects := bob.eval(`document.getElementById("connection").dataset.connects`)
+		bob.do(chromedp.Navigate("about:blank")) // Chromium keeps bob's page, fetches open, in its cache
+		poll.Until(t, browserWait, "bob's stream closed on pagehide", func() bool { return fanout.Metric(t, "likes_fanout_viewers") == 1 })
+		like(t, writer, http.MethodPost, "cats", "erin", 2) // while bob is away
+		bob.eval("history.back()")                          // restored from the cache, not reloaded
+		bob.waitFor(`document.getElementById("connection")?.dataset.connects > `+connects, "bob's stream reopened")
+		bob.waitState("live")
+		bob.waitCount("cats", 2)
+		if got := fanout.Metric(t, "likes_fanout_viewers"); got != 2 {
+			t.Errorf("node holds %v viewers after bob came back; want 2", got)
+		}
+	})
+
 	for _, p := range both {
 		p.checkNoProblems()
 	}
 	if os.Getenv("UPDATE_SCREENSHOT") == "1" {
+		for _, post := range strings.Split(browserPosts, ",") {
+			alice.waitWatching(post, 2) // the picture shows "2 watching" under every count
+		}
 		alice.saveScreenshot(filepath.Join("..", "docs", "screenshot.png"))
 	}
 }
@@ -414,15 +434,22 @@ func (p *browserPage) clearNotice() {
 	p.eval(`(() => { const n = document.getElementById("notice"); n.hidden = true; n.textContent = ""; })()`)
 }
 
-// waitFor waits until the JavaScript expression is truthy in the page.
+// waitFor waits until the JavaScript expression is truthy in the page. It evaluates the
+// expression again and again instead of using chromedp.Poll, whose in-page poll is bound to one
+// JavaScript context and never returns once the page is restored from the back/forward cache.
 func (p *browserPage) waitFor(expr, what string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, browserWait+5*time.Second)
-	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(browserWait)))
+	err := poll.For(browserWait, func() error {
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		defer cancel()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`Boolean(`+expr+`)`))
+		if err == nil && !ok {
+			err = errors.New("not true")
+		}
+		return err
+	})
 	if err != nil {
-		p.t.Fatalf("%s: waiting for %s: %v; the page shows %s", p.name, what, err, p.describe())
+		p.t.Fatalf("%s: waiting for %s: %v after %s; the page shows %s", p.name, what, err, browserWait, p.describe())
 	}
 }
 

@@ -69,7 +69,11 @@ export class Likes extends EventTarget {
       }));
     }
     this.#streams.forEach((s) => s.start());
-    if (typeof addEventListener === "function") addEventListener("online", this.#online);
+    if (typeof addEventListener === "function") {
+      addEventListener("online", this.#online);
+      addEventListener("pagehide", this.#pagehide);
+      addEventListener("pageshow", this.#pageshow);
+    }
     this.refresh();
   }
 
@@ -151,7 +155,11 @@ export class Likes extends EventTarget {
   close() {
     if (this.#closed) return;
     this.#closed = true;
-    if (typeof removeEventListener === "function") removeEventListener("online", this.#online);
+    if (typeof removeEventListener === "function") {
+      removeEventListener("online", this.#online);
+      removeEventListener("pagehide", this.#pagehide);
+      removeEventListener("pageshow", this.#pageshow);
+    }
     this.#streams.forEach((s) => s.stop());
     this.#emitState();
   }
@@ -225,6 +233,16 @@ export class Likes extends EventTarget {
 
   #online = () => {
     if (this.state !== "live") this.reconnect();
+  };
+
+  // A page kept in the back/forward cache keeps its fetches open; its streams would go on counting
+  // it as watching. They are closed when it goes in and reopened (resuming) when it comes back.
+  #pagehide = (e) => {
+    if (e.persisted) this.#streams.forEach((s) => s.pause());
+  };
+
+  #pageshow = (e) => {
+    if (e.persisted) this.#streams.forEach((s) => s.resume());
   };
 
   // #applyCount takes a count from the stream or a read if it is newer than what the post shows:
@@ -390,6 +408,7 @@ class Stream {
     this.abort = null; // aborts the current request
     this.wake = new AbortController(); // cuts a backoff short
     this.hurry = false; // reconnect without waiting
+    this.paused = false; // no request until resume()
   }
 
   start() {
@@ -408,12 +427,31 @@ class Stream {
     this.wake.abort();
   }
 
+  // pause ends the current request and holds the loop until resume() or stop().
+  pause() {
+    this.paused = true;
+    if (this.abort) this.abort.abort();
+    this.wake.abort();
+  }
+
+  resume() {
+    if (!this.paused) return;
+    this.paused = false;
+    this.hurry = true;
+    this.wake.abort();
+  }
+
   async #loop() {
     while (!this.hooks.closed()) {
+      if (this.paused) {
+        await sleep(2 ** 31 - 1, this.wake.signal); // the longest a timer takes; resume() cuts it
+        this.wake = new AbortController();
+        continue;
+      }
       const wait = await this.#session();
       this.#setLive(false);
       if (this.hooks.closed()) return;
-      if (!this.hurry) await sleep(wait, this.wake.signal);
+      if (!this.hurry && !this.paused) await sleep(wait, this.wake.signal);
       this.hurry = false;
       this.wake = new AbortController();
     }
