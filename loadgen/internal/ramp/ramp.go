@@ -114,14 +114,27 @@ func (r *Ramp) checkWriter(ctx context.Context) error {
 	return err
 }
 
+// countReaders bounds the GET /count requests in flight: a ramp over thousands of posts would
+// otherwise send them all at once and time out on its own writer.
+const countReaders = 32
+
 // counts returns every post's count from the writer.
 func (r *Ramp) counts(ctx context.Context) ([]int64, error) {
 	out := make([]int64, len(r.posts))
 	errs := make([]error, len(r.posts))
+	next := make(chan int)
 	var wg sync.WaitGroup
-	for p, post := range r.posts {
-		wg.Go(func() { out[p], errs[p] = r.count(ctx, post) })
+	for range min(countReaders, len(r.posts)) {
+		wg.Go(func() { // exits when next is closed
+			for p := range next {
+				out[p], errs[p] = r.count(ctx, r.posts[p])
+			}
+		})
 	}
+	for p := range r.posts {
+		next <- p
+	}
+	close(next)
 	wg.Wait()
 	return out, errors.Join(errs...)
 }
