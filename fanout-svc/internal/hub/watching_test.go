@@ -129,8 +129,10 @@ func TestBlockedViewerGetsTheNewestWatchingNumber(t *testing.T) {
 	poll.Until(t, 10*time.Second, "sentinel at the newest number", func() bool { return sentinel.lastWatching("w") == 200 })
 	r := startReader(t, stalled)
 	poll.Until(t, 10*time.Second, "newest number after draining", func() bool { return r.lastWatching("w") == 200 })
-	if got, _ := r.watching("w"); len(got) != 1 {
-		t.Errorf("a viewer blocked for all 200 numbers got %d watching events; want 1, the newest", len(got))
+	// The kernel may move a few bytes on to the receiver meanwhile, letting a number through
+	// before the socket fills again; a queue would deliver all 200.
+	if got, _ := r.watching("w"); len(got) > 5 {
+		t.Errorf("a viewer blocked for 200 numbers got %d watching events; want the newest and at most a few others", len(got))
 	}
 }
 
