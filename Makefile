@@ -17,7 +17,8 @@ build:
 vet:
 	$(GO) vet ./...
 
-# lint: golangci-lint with .golangci.yml (the default linters and a few that find real bugs).
+# lint: golangci-lint with .golangci.yml (the default linters and a few that find real bugs). On a
+# clean machine the first run installs the pinned version (see docs/RELIABILITY.md for how long).
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
@@ -27,11 +28,11 @@ $(GOLANGCI_LINT):
 	mv $(TOOLS)/install/golangci-lint $@
 	rmdir $(TOOLS)/install
 
-# test: vet, the race-enabled suite (real redis-server, real sockets, real browser), then a brief
+# test: vet, lint, the race-enabled suite (real redis-server, real sockets, real browser), then a brief
 # run of every fuzz target. The e2e package runs alone, after the others: its latency and
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
 # make them measure the neighbour.
-test: vet
+test: vet lint
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
 	$(MAKE) fuzz

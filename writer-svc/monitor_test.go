@@ -68,7 +68,7 @@ func (m *monitor) scripts(t *testing.T) [][]string {
 			}
 			if strings.Contains(line, marker) {
 				_ = m.conn.Close()
-				<-m.done
+				t.Logf("monitor stopped: %v", <-m.done)
 				return calls
 			}
 			if strings.Contains(line, " lua] ") { // commands run inside a script
