@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // repoRoot is the module root, two levels above this package.
@@ -36,7 +38,19 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		code = leaked()
+	}
 	os.Exit(code)
+}
+
+// leaked reports goroutines that outlived the tests (goleak), as 1 for the exit code.
+func leaked() int {
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintln(os.Stderr, "deploytest: goroutines left running:", err)
+		return 1
+	}
+	return 0
 }
 
 // program is one likes binary, built once per test binary run.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/pkg/update"
+
+	"go.uber.org/goleak"
 )
 
 // The viewers' client ends live in a child process (this test binary re-run as a sink) because
@@ -26,7 +28,7 @@ func TestMain(m *testing.M) {
 		runSink(addr, os.Getenv(sinkEnv+"_N"))
 		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m) // a test that leaves a goroutine running fails the package
 }
 
 // runSink connects n viewers to addr and reads and discards everything until stdin closes.
