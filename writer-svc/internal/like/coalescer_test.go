@@ -3,6 +3,7 @@ package like
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,39 @@ func TestApplyIsOneByOne(t *testing.T) {
 	}
 	if next, _ := update.Parse([]byte(receive(t, msgs).Payload)); next.Count != 3 || next.TS <= u.TS {
 		t.Errorf("next update %+v; want count 3 after ts %d", next, u.TS)
+	}
+}
+
+// TestApplyLikesOnly covers both ways a batch of likes is stored: all new users (one MSETNX),
+// and a batch with a user who had liked, or a user twice, which must store the others all the
+// same.
+func TestApplyLikesOnly(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		give []string
+		want []Result
+	}{
+		{"new users", []string{"x", "y"}, []Result{{1, true}, {2, true}}},
+		{"one had liked", []string{"z", "x", "w"}, []Result{{3, true}, {3, false}, {4, true}}},
+		{"one user twice", []string{"v", "v"}, []Result{{5, true}, {5, false}}},
+	}
+	for _, st := range steps {
+		batch := make([]Change, len(st.give))
+		for i, u := range st.give {
+			batch[i] = Change{User: u}
+		}
+		got, err := s.Apply(ctx, "p", batch)
+		if err != nil || !slices.Equal(got, st.want) {
+			t.Errorf("%s: got %+v, %v; want %+v", st.name, got, err, st.want)
+		}
+	}
+	if n := countKeys(t, rdb, keys.User("p", "*")); n != 5 {
+		t.Errorf("%d dedup keys; want 5", n)
+	}
+	if n, err := s.Count(ctx, "p"); err != nil || n != 5 {
+		t.Errorf("count %d, %v; want 5", n, err)
 	}
 }
 

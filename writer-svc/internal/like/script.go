@@ -13,15 +13,19 @@ const MaxBatch = 1000
 //	KEYS[1] count   KEYS[2] version   KEYS[3] channel   KEYS[3+i] dedup key of change i's user
 //	ARGV[1] post id   ARGV[2] PUBLISH or SPUBLISH   ARGV[3] one byte per change: L like, U unlike
 //
-// It returns {count_1, changed_1, ..., count_n, changed_n}: the count right after change i and 1
-// if change i liked a post not liked or unliked a post liked. A user repeated in one batch is
-// counted once: the batch tracks each dedup key's state in a Lua table, seeded by one MGET.
+// It returns {count before the batch, one byte per change}: '1' if change i liked a post not
+// liked or unliked a post liked, '0' if it changed nothing. The store derives each change's count
+// from these as the script does (results in store.go). A user repeated in one batch is counted
+// once: the script tracks each dedup key's state in a Lua table, seeded by one MGET.
 //
 // Redis work per batch, whatever its size: one MGET, one GET of the count, at most one MSET, one
 // DEL, one SET of the count, and, if anything changed, one version bump and one publish of the
-// final count. The channel is passed as a key, not an argument, so that Redis Cluster checks it
-// hashes to the same slot as the post's keys (they share the {post} hash tag) and sharded pub/sub
-// publishes it from the shard that stores the post.
+// final count. A batch of likes only, by distinct users, first tries one MSETNX: when none of them
+// had liked (a viral post's likes are mostly new users) that stores them all without the MGET,
+// about a fifth less Redis CPU per like; when any had, MSETNX writes nothing and the batch takes
+// the general path. The channel is passed as a key, not an argument, so that Redis Cluster checks
+// it hashes to the same slot as the post's keys (they share the {post} hash tag) and sharded
+// pub/sub publishes it from the shard that stores the post.
 //
 // The version is max(previous + 1, Redis time in unix microseconds); the payload is
 // {"post_id":...,"count":...,"ts":version}, byte for byte update.Update.AppendJSON. Numbers go
@@ -30,52 +34,73 @@ const MaxBatch = 1000
 // are exact. An unlike never takes the count below 0 (a count out of step with the dedup keys
 // heals instead of going negative).
 var changeScript = redis.NewScript(`
+local function publish(count)
+  local t = redis.call('TIME')
+  local ver = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now > ver then ver = now end
+  local v = string.format('%d', ver)
+  redis.call('SET', KEYS[2], v)
+  redis.call(ARGV[2], KEYS[3], '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v .. '}')
+end
 local ops = ARGV[3]
 local n = #ops
-local was = redis.call('MGET', unpack(KEYS, 4, n + 3))
-local liked = {}
-for i = 1, n do
-  local k = KEYS[i + 3]
-  if liked[k] == nil then liked[k] = was[i] ~= false end
+local count = tonumber(redis.call('GET', KEYS[1])) or 0
+local reply = {count}
+if not string.find(ops, 'U', 1, true) then
+  local seen, args = {}, {}
+  local distinct = true
+  for i = 1, n do
+    local k = KEYS[i + 3]
+    if seen[k] then distinct = false; break end
+    seen[k] = true
+    args[2 * i - 1] = k
+    args[2 * i] = '1'
+  end
+  if distinct and redis.call('MSETNX', unpack(args, 1, 2 * n)) == 1 then
+    count = count + n
+    redis.call('SET', KEYS[1], string.format('%d', count))
+    publish(count)
+    reply[2] = string.rep('1', n)
+    return reply
+  end
 end
-local first = tonumber(redis.call('GET', KEYS[1])) or 0
-local count = first
-local out = {}
+local was = redis.call('MGET', unpack(KEYS, 4, n + 3))
+local flags = {}
+local liked, firsts, nf = {}, {}, 0
 local changed = false
 for i = 1, n do
   local k = KEYS[i + 3]
-  local c = 0
+  local s = liked[k]
+  if s == nil then
+    s = was[i] ~= false
+    nf = nf + 1
+    firsts[nf] = i
+  end
+  local c = '0'
   if string.byte(ops, i) == 76 then
-    if not liked[k] then liked[k] = true; count = count + 1; c = 1 end
-  elseif liked[k] then
-    liked[k] = false; c = 1
+    if not s then s = true; count = count + 1; c = '1' end
+  elseif s then
+    s = false; c = '1'
     if count > 0 then count = count - 1 end
   end
-  if c == 1 then changed = true end
-  out[2 * i - 1] = count
-  out[2 * i] = c
+  if c == '1' then changed = true; liked[k] = s elseif liked[k] == nil then liked[k] = s end
+  flags[i] = c
 end
-if not changed then return out end
-local set, del, seen = {}, {}, {}
-for i = 1, n do
+reply[2] = table.concat(flags)
+if not changed then return reply end
+local set, ns, del, nd = {}, 0, {}, 0
+for j = 1, nf do
+  local i = firsts[j]
   local k = KEYS[i + 3]
-  if not seen[k] then
-    seen[k] = true
-    local now = liked[k]
-    if now ~= (was[i] ~= false) then
-      if now then set[#set + 1] = k; set[#set + 1] = '1' else del[#del + 1] = k end
-    end
+  local s = liked[k]
+  if s ~= (was[i] ~= false) then
+    if s then set[ns + 1] = k; set[ns + 2] = '1'; ns = ns + 2 else nd = nd + 1; del[nd] = k end
   end
 end
-if #set > 0 then redis.call('MSET', unpack(set)) end
-if #del > 0 then redis.call('DEL', unpack(del)) end
-if count ~= first then redis.call('SET', KEYS[1], string.format('%d', count)) end
-local t = redis.call('TIME')
-local ver = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if now > ver then ver = now end
-local v = string.format('%d', ver)
-redis.call('SET', KEYS[2], v)
-redis.call(ARGV[2], KEYS[3], '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v .. '}')
-return out
+if ns > 0 then redis.call('MSET', unpack(set, 1, ns)) end
+if nd > 0 then redis.call('DEL', unpack(del, 1, nd)) end
+if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
+publish(count)
+return reply
 `)

@@ -92,16 +92,34 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			ops[i] = 'U'
 		}
 	}
-	vals, err := changeScript.Run(ctx, s.rdb, keys, post, s.publish, ops).Int64Slice()
+	reply, err := changeScript.Run(ctx, s.rdb, keys, post, s.publish, ops).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("like script: %w", err)
 	}
-	if len(vals) != 2*n {
-		return nil, fmt.Errorf("like script: got %d values; want %d", len(vals), 2*n)
+	return results(reply, changes)
+}
+
+// results turns the script's reply, {count before the batch, one byte per change: 1 if it
+// changed something}, into each change's result, counting as the script did.
+func results(reply []any, changes []Change) ([]Result, error) {
+	count, ok := reply[0].(int64)
+	if len(reply) != 2 || !ok {
+		return nil, fmt.Errorf("like script: reply %v; want a count and flags", reply)
 	}
-	res := make([]Result, n)
-	for i := range res {
-		res[i] = Result{Count: vals[2*i], Changed: vals[2*i+1] == 1}
+	flags, ok := reply[1].(string)
+	if !ok || len(flags) != len(changes) {
+		return nil, fmt.Errorf("like script: %d flags for %d changes", len(flags), len(changes))
+	}
+	res := make([]Result, len(changes))
+	for i, c := range changes {
+		changed := flags[i] == '1'
+		switch {
+		case changed && c.Unlike:
+			count = max(count-1, 0)
+		case changed:
+			count++
+		}
+		res[i] = Result{Count: count, Changed: changed}
 	}
 	return res, nil
 }
