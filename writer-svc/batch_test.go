@@ -30,7 +30,13 @@ type backendFunc func(t *testing.T, post string, redisArgs []string, flags ...st
 var backends = []struct {
 	name  string
 	start backendFunc
-}{{"single", singleBackend}, {"cluster", clusterBackend}}
+}{
+	{"single", singleBackend},
+	{"single with a window", func(t *testing.T, post string, redisArgs []string, flags ...string) *backend {
+		return singleBackend(t, post, redisArgs, append(flags, "--batch-window", "5ms", "--batch-size", "64")...)
+	}},
+	{"cluster", clusterBackend},
+}
 
 func singleBackend(t *testing.T, _ string, redisArgs []string, flags ...string) *backend {
 	srv := redistest.Start(t, redisArgs...)

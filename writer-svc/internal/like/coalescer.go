@@ -20,7 +20,7 @@ var ErrClosed = errors.New("like coalescer closed")
 type BatchOptions struct {
 	// Window is how long a batch that formed behind a call in flight may wait for more changes
 	// once that call returns, counted from its oldest change; 0 sends it as soon as the call
-	// returns. A change that finds its post quiet never waits.
+	// returns. A change that finds its post quiet (no call in flight) never waits.
 	Window time.Duration
 	// Size is the most changes in one script call, 1 to MaxBatch.
 	Size int
@@ -47,6 +47,8 @@ type Coalescer struct {
 	o       BatchOptions
 	metrics *Metrics
 	seed    maphash.Seed
+	quit    chan struct{} // closed by Close: lingering batches leave at once
+	closing sync.Once
 	wg      sync.WaitGroup // one per flusher
 	shards  [shardCount]postShard
 }
@@ -71,7 +73,7 @@ type postQueue struct {
 type pending struct {
 	ctx    context.Context // the request's: a change whose request gave up is not sent
 	change Change
-	at     time.Time
+	at     time.Time    // when it was queued, with a window
 	done   chan outcome // 1-buffered, so the flusher never blocks on a request that left
 }
 
@@ -85,7 +87,7 @@ func NewCoalescer(store *Store, o BatchOptions, m *Metrics) *Coalescer {
 	if o.Queue <= 0 {
 		o.Queue = 4 * o.Size
 	}
-	c := &Coalescer{store: store, o: o, metrics: m, seed: maphash.MakeSeed()}
+	c := &Coalescer{store: store, o: o, metrics: m, seed: maphash.MakeSeed(), quit: make(chan struct{})}
 	for i := range c.shards {
 		c.shards[i].posts = make(map[string]*postQueue)
 	}
@@ -102,15 +104,18 @@ func (c *Coalescer) Unlike(ctx context.Context, post, user string) (Result, erro
 	return c.submit(ctx, post, Change{User: user, Unlike: true})
 }
 
-// Close refuses new changes and waits until every batch already queued has been sent and
-// answered (each call is bounded by the Timeout option).
+// Close refuses new changes and waits until every batch already queued has been sent, without
+// waiting out its window, and answered (each call is bounded by the Timeout option).
 func (c *Coalescer) Close() {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-	}
+	c.closing.Do(func() {
+		for i := range c.shards {
+			s := &c.shards[i]
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+		}
+		close(c.quit)
+	})
 	c.wg.Wait()
 }
 
@@ -121,7 +126,10 @@ func (c *Coalescer) submit(ctx context.Context, post string, ch Change) (Result,
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	p := &pending{ctx: ctx, change: ch, at: time.Now(), done: make(chan outcome, 1)}
+	p := &pending{ctx: ctx, change: ch, done: make(chan outcome, 1)}
+	if c.o.Window > 0 {
+		p.at = time.Now() // only the window needs it
+	}
 	if err := c.enqueue(post, p); err != nil {
 		return Result{}, err
 	}
@@ -164,24 +172,28 @@ func (c *Coalescer) enqueue(post string, p *pending) error {
 }
 
 // flush sends post's batches one call at a time until its queue is empty. The first batch is the
-// change that found the post quiet, sent at once; later ones may linger up to the window.
+// change that found the post quiet, sent at once; a batch that formed while a call was in flight
+// may linger up to the window once that call returns.
 func (c *Coalescer) flush(s *postShard, post string, q *postQueue) {
 	defer c.wg.Done()
-	for linger := false; ; linger = true {
-		batch := c.next(s, post, q, linger)
+	var returned time.Time // when the last call returned; zero before the first
+	for {
+		batch := c.next(s, post, q, returned)
 		if batch == nil {
 			return
 		}
-		c.send(post, batch)
+		returned = c.send(post, batch)
 	}
 }
 
 // next takes the next batch off q, or removes q and returns nil when nothing is left to send.
-// Changes whose requests already gave up (answered 503) are dropped instead of sent.
-func (c *Coalescer) next(s *postShard, post string, q *postQueue, linger bool) []*pending {
+// Changes whose requests already gave up (answered 503) are dropped instead of sent. With a
+// window, a batch whose oldest change arrived before the last call returned (behind it) waits
+// to fill; one whose changes all arrived after found the post quiet and goes at once.
+func (c *Coalescer) next(s *postShard, post string, q *postQueue, returned time.Time) []*pending {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if linger && c.o.Window > 0 && len(q.waiting) > 0 && len(q.waiting) < c.o.Size {
+	if c.o.Window > 0 && len(q.waiting) > 0 && len(q.waiting) < c.o.Size && q.waiting[0].at.Before(returned) {
 		if wait := c.o.Window - time.Since(q.waiting[0].at); wait > 0 {
 			s.mu.Unlock()
 			c.linger(wait, q.full)
@@ -215,19 +227,21 @@ func (c *Coalescer) next(s *postShard, post string, q *postQueue, linger bool) [
 	return nil
 }
 
-// linger waits for d or until the queue holds a full batch.
+// linger waits for d, until the queue holds a full batch, or until Close.
 func (c *Coalescer) linger(d time.Duration, full <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-full:
+	case <-c.quit:
 	}
 }
 
-// send runs one batch and answers each of its changes. A failed call fails every change in it:
-// the script is atomic, so either all of them were stored or none.
-func (c *Coalescer) send(post string, batch []*pending) {
+// send runs one batch and answers each of its changes, and returns when the call returned (with
+// a window), before any answer: a change queued after that arrived at a quiet post. A failed call
+// fails every change in it: the script is atomic, so either all of them were stored or none.
+func (c *Coalescer) send(post string, batch []*pending) (returned time.Time) {
 	changes := make([]Change, len(batch))
 	for i, p := range batch {
 		changes[i] = p.change
@@ -236,6 +250,9 @@ func (c *Coalescer) send(post string, batch []*pending) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
 	res, err := c.store.Apply(ctx, post, changes)
 	cancel()
+	if c.o.Window > 0 {
+		returned = time.Now()
+	}
 	c.metrics.batch(res, len(batch))
 	for i, p := range batch {
 		if err != nil {
@@ -244,4 +261,5 @@ func (c *Coalescer) send(post string, batch []*pending) {
 		}
 		p.done <- outcome{res: res[i]}
 	}
+	return returned
 }

@@ -147,17 +147,38 @@ func TestApplyLargestBatch(t *testing.T) {
 	}
 }
 
-// TestQuietPostNeverWaits: with a window of an hour, a like of a quiet post is sent at once,
-// and so is the next one once the first has been answered.
+// TestQuietPostNeverWaits: with a window of an hour, a like of a quiet post is sent at once, and
+// so is each of the next ones sent one at a time, even one that arrives after the previous call
+// returned but before its flusher has finished.
 func TestQuietPostNeverWaits(t *testing.T) {
 	c, _, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 10})
-	for i, want := range []int64{1, 2} {
+	for i := range 50 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := c.Like(ctx, "quiet", "u"+strconv.Itoa(i))
 		cancel()
-		if err != nil || res != (Result{want, true}) {
-			t.Fatalf("like %d: %+v, %v; want count %d at once, not after the window", i, res, err, want)
+		if err != nil || res != (Result{int64(i + 1), true}) {
+			t.Fatalf("like %d: %+v, %v; want count %d at once, not after the window", i, res, err, i+1)
 		}
+	}
+}
+
+// TestCloseSendsLingeringBatches: a batch waiting out a long window when Close is called is
+// sent at once, and Close returns once it is answered.
+func TestCloseSendsLingeringBatches(t *testing.T) {
+	c, srv, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 10})
+	hold(t, srv)
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, err := c.Like(context.Background(), "p", "first"); errs <- err })
+	waitScriptHeld(t, srv)
+	wg.Go(func() { _, err := c.Like(context.Background(), "p", "behind"); errs <- err })
+	waitFor(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
+	release(t, srv)
+	<-errs // the first like; the second now lingers for the hour
+	c.Close()
+	wg.Wait()
+	if err := <-errs; err != nil {
+		t.Errorf("like lingering at Close: %v; want stored", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package like
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -58,13 +59,6 @@ func (h *Handler) Routes(r chi.Router) {
 	r.Get("/count/{postID}", h.count)
 }
 
-// likeReply is the body of a like or unlike; Liked is whether this request added the like.
-type likeReply struct {
-	PostID string `json:"post_id"`
-	Count  int64  `json:"count"`
-	Liked  bool   `json:"liked"`
-}
-
 type countReply struct {
 	PostID string `json:"post_id"`
 	Count  int64  `json:"count"`
@@ -89,7 +83,20 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	h.metrics.record(op, res)
-	serve.JSON(w, http.StatusOK, likeReply{PostID: post, Count: res.Count, Liked: op == opLike && res.Changed})
+	serve.RawJSON(w, http.StatusOK, appendLikeReply(make([]byte, 0, 64), post, res.Count, op == opLike && res.Changed))
+}
+
+// appendLikeReply appends the body of a like or unlike, {"post_id":"42","count":123,"liked":true}
+// and a newline, exactly as encoding/json would write it: post ids are validated to need no
+// escaping (package ids). Liked is whether this request added the like.
+func appendLikeReply(dst []byte, post string, count int64, liked bool) []byte {
+	dst = append(dst, `{"post_id":"`...)
+	dst = append(dst, post...)
+	dst = append(dst, `","count":`...)
+	dst = strconv.AppendInt(dst, count, 10)
+	dst = append(dst, `,"liked":`...)
+	dst = strconv.AppendBool(dst, liked)
+	return append(dst, "}\n"...)
 }
 
 // apply stores the change; only likes pass the rate limit.
