@@ -13,7 +13,9 @@
 # Usage: scripts/ramp.sh [loadgen ramp flags...]      e.g. scripts/ramp.sh --conns 2000,20000 --rate 50
 #        scripts/ramp.sh --writers 500                  the closed loop of the original benchmark
 # Environment (defaults): FANOUT_NODES (4), FANOUT_CPUS (0), GEN_CPUS (1), RAMP_PORT_BASE (27000:
-# redis +379, writer +80, fanout +90..), BIN (bin), RAMP_DIR (.run/ramp: logs and reports), and any
+# redis +379, writer +80, fanout +90..), BIN (bin), FANOUT_BIN (the node's binary, default
+# $BIN/fanout-svc; the floor server of docs/BENCHMARKS.md runs in its place), RAMP_DIR (.run/ramp:
+# logs and reports), and any
 # LOADGEN_* variable (see `loadgen ramp --help`) or fanout-svc variable (FLUSH_WINDOW,
 # POST_RATE_LIMIT, MAX_CONNS, ...), which are passed through.
 set -euo pipefail
@@ -113,7 +115,7 @@ fanout_urls=()
 for i in $(seq 0 $((FANOUT_NODES - 1))); do
   port=$((FANOUT_PORT + i))
   LISTEN_ADDR=127.0.0.1:$port REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} DRAIN_WINDOW=${DRAIN_WINDOW:-1s} \
-    "${pins_fanout[@]}" "$BIN/fanout-svc" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
+    "${pins_fanout[@]}" "${FANOUT_BIN:-$BIN/fanout-svc}" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
   pids+=($!)
   fanout_urls+=("http://127.0.0.1:$port")
 done

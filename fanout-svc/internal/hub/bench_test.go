@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		runSink(addr, os.Getenv(sinkEnv+"_N"))
 		return
 	}
+	if os.Getenv(floorEnv) != "" {
+		runFloor()
+		return
+	}
 	goleak.VerifyTestMain(m) // a test that leaves a goroutine running fails the package
 }
 
