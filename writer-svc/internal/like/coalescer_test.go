@@ -174,7 +174,9 @@ func TestCloseSendsLingeringBatches(t *testing.T) {
 	wg.Go(func() { _, err := c.Like(context.Background(), "p", "behind"); errs <- err })
 	waitFor(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
 	release(t, srv)
-	<-errs // the first like; the second now lingers for the hour
+	if err := <-errs; err != nil { // the first like; the second now lingers for the hour
+		t.Fatalf("first like: %v", err)
+	}
 	c.Close()
 	wg.Wait()
 	if err := <-errs; err != nil {
