@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -31,7 +31,6 @@ type Viewer struct {
 	lastID     string
 	retry      time.Duration
 	connected  bool
-	lastStatus int
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -70,41 +69,26 @@ func (v *Viewer) loop(ctx context.Context) {
 }
 
 func (v *Viewer) session(ctx context.Context) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.url, nil)
+	req, err := sseclient.URLRequest(v.url)
 	if err != nil {
 		return
 	}
 	v.mu.Lock()
-	if v.lastID != "" {
-		req.Header.Set("Last-Event-ID", v.lastID)
-	}
+	req.LastEventID = v.lastID
 	v.mu.Unlock()
-	resp, err := http.DefaultClient.Do(req)
+	c, err := sseclient.Dial(ctx, req)
 	if err != nil {
 		return
 	}
-	defer resp.Body.Close()
-	v.mu.Lock()
-	v.lastStatus = resp.StatusCode
-	if resp.StatusCode == http.StatusOK {
-		v.connected = true
-		v.connects++
-	}
-	v.mu.Unlock()
-	if resp.StatusCode != http.StatusOK {
+	defer c.Close()
+	if err := c.Head(ctx); err != nil {
 		return
 	}
-	var dec sse.Decoder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && dec.Feed(buf[:n], v.handle) != nil {
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
+	v.mu.Lock()
+	v.connected = true
+	v.connects++
+	v.mu.Unlock()
+	_ = c.Run(ctx, v.handle)
 }
 
 func (v *Viewer) handle(e *sse.Event) {

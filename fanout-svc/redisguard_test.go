@@ -16,6 +16,7 @@ import (
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -101,37 +102,35 @@ type watcher struct {
 func (n *node) watch(t *testing.T, post string) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.base+"/sse/"+post, nil)
-	resp, err := n.client.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
+	req, err := sseclient.URLRequest(n.base + "/sse/" + post)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sseclient.Dial(ctx, req)
+	if err == nil {
+		err = c.Head(ctx)
+	}
+	if err != nil {
 		cancel()
-		t.Fatalf("GET /sse/%s: %v %v; want 200", post, resp, err)
+		t.Fatalf("GET /sse/%s: %v; want 200", post, err)
 	}
 	w := &watcher{count: -1, done: make(chan struct{})}
 	go func() { // exits when the stream ends or the test cancels it
 		defer close(w.done)
-		defer resp.Body.Close()
-		var dec sse.Decoder
-		buf := make([]byte, 4096)
-		for {
-			k, err := resp.Body.Read(buf)
-			_ = dec.Feed(buf[:k], func(e *sse.Event) {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				if e.Retry >= 0 {
-					w.retries++
-				}
-				if u, err := update.Parse(e.Data); err == nil {
-					w.count = u.Count
-				}
-			})
-			if err != nil {
-				w.mu.Lock()
-				w.eof = true
-				w.mu.Unlock()
-				return
+		defer c.Close()
+		_ = c.Run(ctx, func(e *sse.Event) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if e.Retry >= 0 {
+				w.retries++
 			}
-		}
+			if u, err := update.Parse(e.Data); err == nil {
+				w.count = u.Count
+			}
+		})
+		w.mu.Lock()
+		w.eof = true
+		w.mu.Unlock()
 	}()
 	t.Cleanup(func() { cancel(); <-w.done })
 	poll.Until(t, 5*time.Second, "the stream's first count", func() bool { c, _, _ := w.state(); return c >= 0 })

@@ -23,6 +23,7 @@ import (
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -243,39 +244,28 @@ func (v *viewer) run(ctx context.Context, url string) {
 }
 
 func (v *viewer) stream(ctx context.Context, url string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := sseclient.URLRequest(url)
 	if err != nil {
 		return
 	}
-	if v.lastID != "" {
-		req.Header.Set("Last-Event-ID", v.lastID)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	req.LastEventID = v.lastID
+	c, err := sseclient.Dial(ctx, req)
 	if err != nil {
 		return
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	defer c.Close()
+	if err := c.Head(ctx); err != nil {
 		return
 	}
 	v.connected.Store(true)
-	var dec sse.Decoder
-	br := bufio.NewReader(resp.Body)
-	buf := make([]byte, 4096)
-	for {
-		n, err := br.Read(buf)
-		_ = dec.Feed(buf[:n], func(e *sse.Event) {
-			if e.HasID {
-				v.lastID = string(e.ID)
-			}
-			if u, err := update.Parse(e.Data); err == nil && string(e.Event) == "count" {
-				v.count.Store(u.Count)
-			}
-		})
-		if err != nil {
-			return
+	_ = c.Run(ctx, func(e *sse.Event) {
+		if e.HasID {
+			v.lastID = string(e.ID)
 		}
-	}
+		if u, err := update.Parse(e.Data); err == nil && string(e.Event) == "count" {
+			v.count.Store(u.Count)
+		}
+	})
 }
 
 func (v *viewer) awaitConnected(t *testing.T) {

@@ -2,7 +2,9 @@ package sseclient
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +18,24 @@ type Request struct {
 	Host        string   // the Host header; Addr when empty
 	LastEventID string   // sent as Last-Event-ID when not empty
 	Header      []string // more header lines, each "Name: value"
+	ReadSize    int      // bytes asked of each read; 4 KiB when 0 (a crowd of thousands wants less)
+}
+
+// URLRequest returns the Request for an http:// URL: its host:port (port 80 when it has none),
+// path and query.
+func URLRequest(raw string) (Request, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Request{}, err
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return Request{}, fmt.Errorf("sseclient: %q is not an http:// URL", raw)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return Request{Addr: addr, Path: u.RequestURI(), Host: u.Host}, nil
 }
 
 // appendTo appends the request's bytes to b.
@@ -52,8 +72,9 @@ type Conn struct {
 	tap      func([]byte)
 }
 
-// readSize is how much one Read asks the kernel for: a few frames of a busy multi-post stream.
-const readSize = 8 << 10
+// readSize is how much one Read asks the kernel for by default: a few frames of a busy multi-post
+// stream.
+const readSize = 4 << 10
 
 // Dial connects to req.Addr and sends req. ctx bounds the connect and the write only; the
 // response is read by Head and Run, which take a context of their own.
@@ -71,7 +92,11 @@ func Dial(ctx context.Context, req Request) (*Conn, error) {
 		return nil, err
 	}
 	_ = c.SetWriteDeadline(time.Time{})
-	return New(c), nil
+	size := req.ReadSize
+	if size <= 0 {
+		size = readSize
+	}
+	return &Conn{conn: c, buf: make([]byte, size)}, nil
 }
 
 // New reads a stream from c: a connection on which a request was sent already, or, in the hub's

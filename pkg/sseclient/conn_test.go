@@ -131,3 +131,24 @@ func TestRequestBytes(t *testing.T) {
 		t.Errorf("request %q; want %q", got, want)
 	}
 }
+
+func TestURLRequest(t *testing.T) {
+	tests := []struct {
+		give string
+		want Request
+	}{
+		{"http://127.0.0.1:8090/sse/42", Request{Addr: "127.0.0.1:8090", Path: "/sse/42", Host: "127.0.0.1:8090"}},
+		{"http://likes/sse?posts=a,b", Request{Addr: "likes:80", Path: "/sse?posts=a,b", Host: "likes"}},
+	}
+	for _, tt := range tests {
+		got, err := URLRequest(tt.give)
+		if err != nil || got.Addr != tt.want.Addr || got.Path != tt.want.Path || got.Host != tt.want.Host {
+			t.Errorf("URLRequest(%q) = %+v, %v; want %+v", tt.give, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"https://x/sse/1", "/sse/1", "http://%zz"} {
+		if _, err := URLRequest(bad); err == nil {
+			t.Errorf("URLRequest(%q) = nil error; want one", bad)
+		}
+	}
+}

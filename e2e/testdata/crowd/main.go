@@ -18,10 +18,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -157,55 +158,34 @@ func (c *crowd) session(v *viewer, gate chan struct{}) bool {
 		}
 	}
 	defer release()
-	d := net.Dialer{Timeout: 5 * time.Second}
-	conn, err := d.DialContext(c.ctx, "tcp", v.addr)
+	dctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	conn, err := sseclient.Dial(dctx, sseclient.Request{Addr: v.addr, Path: c.path, LastEventID: v.lastID, ReadSize: 512})
+	cancel()
 	if err != nil {
 		v.failures.Add(1)
-		v.dialFails.Add(1)
+		if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "dial" {
+			v.dialFails.Add(1)
+		}
 		return false
 	}
-	stop := context.AfterFunc(c.ctx, func() { _ = conn.Close() })
-	defer func() {
-		stop()
-		_ = conn.Close()
-	}()
-	req := "GET " + c.path + " HTTP/1.1\r\nHost: " + v.addr + "\r\nAccept: text/event-stream\r\n"
-	if v.lastID != "" {
-		req += "Last-Event-ID: " + v.lastID + "\r\n"
-	}
-	if _, err := conn.Write([]byte(req + "\r\n")); err != nil {
-		v.failures.Add(1)
-		return false
-	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 1024), nil)
-	if err != nil {
-		v.failures.Add(1)
-		return false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	defer conn.Close()
+	var se *sseclient.StatusError
+	if err := conn.Head(c.ctx); errors.As(err, &se) {
 		v.failures.Add(1)
 		v.refusals.Add(1)
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			v.retry = time.Duration(s) * time.Second
+		if se.RetryAfter > 0 {
+			v.retry = se.RetryAfter
 		}
+		return false
+	} else if err != nil {
+		v.failures.Add(1)
 		return false
 	}
 	v.connects.Add(1)
 	v.connected.Store(true)
 	release()
-	var dec sse.Decoder
-	buf := make([]byte, 512)
-	emit := func(e *sse.Event) { c.handle(v, e) }
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && dec.Feed(buf[:n], emit) != nil {
-			return true
-		}
-		if err != nil {
-			return true
-		}
-	}
+	_ = conn.Run(c.ctx, func(e *sse.Event) { c.handle(v, e) })
+	return true
 }
 
 func (c *crowd) handle(v *viewer, e *sse.Event) {

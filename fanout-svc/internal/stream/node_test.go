@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,9 +19,11 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/relay"
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -67,8 +70,7 @@ func startNode(t testing.TB, client redis.UniversalClient, cfg Config, hcfg hub.
 	return &testNode{URL: srv.URL, Hub: h}
 }
 
-// watcher is one viewer's stream read over HTTP: net/http for the response, sse.Decoder for the
-// events.
+// watcher is one viewer's stream read with the shared SSE client.
 type watcher struct {
 	mu     sync.Mutex
 	status int
@@ -78,43 +80,43 @@ type watcher struct {
 	stop   context.CancelFunc
 }
 
-var streamClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-
 // watch opens a stream of url until the test ends (or stop is called).
 func watch(t testing.TB, url string) *watcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watcher{done: make(chan struct{}), stop: cancel}
 	go func() { // exits when stop cancels the request or the server ends the stream
 		defer close(w.done)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := sseclient.URLRequest(url)
 		if err != nil {
 			return
 		}
-		resp, err := streamClient.Do(req)
+		c, err := sseclient.Dial(ctx, req)
 		if err != nil {
 			return
 		}
-		defer resp.Body.Close()
+		defer c.Close()
+		err = c.Head(ctx)
+		var se *sseclient.StatusError
 		w.mu.Lock()
-		w.status = resp.StatusCode
+		switch {
+		case err == nil:
+			w.status = http.StatusOK
+		case errors.As(err, &se):
+			w.status = se.Code
+		}
 		w.mu.Unlock()
-		var dec sse.Decoder
-		buf := make([]byte, 4096)
-		for {
-			n, err := resp.Body.Read(buf)
+		if err != nil {
+			return
+		}
+		_ = c.Run(ctx, func(e *sse.Event) {
 			now := time.Now()
 			w.mu.Lock()
-			_ = dec.Feed(buf[:n], func(e *sse.Event) {
-				if u, perr := update.Parse(e.Data); perr == nil {
-					w.events = append(w.events, u)
-					w.at = append(w.at, now)
-				}
-			})
-			w.mu.Unlock()
-			if err != nil {
-				return
+			defer w.mu.Unlock()
+			if u, perr := update.Parse(e.Data); perr == nil {
+				w.events = append(w.events, u)
+				w.at = append(w.at, now)
 			}
-		}
+		})
 	}()
 	t.Cleanup(func() { cancel(); <-w.done })
 	return w
@@ -172,17 +174,6 @@ func publish(t testing.TB, client redis.UniversalClient, u update.Update) {
 	}
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestSubscriptionSurvivesFirstViewerLeaving: Redis is paused, so the first viewer's subscription
 // of a post waits for its confirmation; 200 more viewers of the post arrive; the first one
 // disconnects. The subscription is the node's, not the first viewer's: the 200 all get the
@@ -192,7 +183,7 @@ func TestSubscriptionSurvivesFirstViewerLeaving(t *testing.T) {
 	client := rs.Client(t)
 	n := startNode(t, client, Config{SetupTimeout: 30 * time.Second}, hub.Config{UnsubscribeGrace: time.Minute})
 	warm := watch(t, n.URL+"/sse/warm") // opens the pub/sub and pool connections before the pause
-	waitFor(t, "the warm-up stream", func() bool { _, ok := warm.last("warm"); return ok })
+	poll.Until(t, 20*time.Second, "the warm-up stream", func() bool { _, ok := warm.last("warm"); return ok })
 
 	const pause = 4 * time.Second
 	if _, err := rs.Do("CLIENT", "PAUSE", strconv.Itoa(int(pause.Milliseconds())), "ALL"); err != nil {
@@ -200,27 +191,27 @@ func TestSubscriptionSurvivesFirstViewerLeaving(t *testing.T) {
 	}
 	paused := time.Now()
 	first := watch(t, n.URL+"/sse/hot")
-	waitFor(t, "the first viewer's subscription in flight", func() bool { return n.Hub.Subscriptions() == 2 })
+	poll.Until(t, 20*time.Second, "the first viewer's subscription in flight", func() bool { return n.Hub.Subscriptions() == 2 })
 	const others = 200
 	viewers := make([]*watcher, others)
 	for i := range viewers {
 		viewers[i] = watch(t, n.URL+"/sse/hot")
 	}
-	waitFor(t, "every viewer in setup", func() bool { return n.Hub.Admitted() == others+2 })
+	poll.Until(t, 20*time.Second, "every viewer in setup", func() bool { return n.Hub.Admitted() == others+2 })
 	first.stop()
-	waitFor(t, "the first viewer gone", func() bool { return n.Hub.Admitted() <= others+1 })
+	poll.Until(t, 20*time.Second, "the first viewer gone", func() bool { return n.Hub.Admitted() <= others+1 })
 	if took := time.Since(paused); took > pause*3/4 {
 		t.Fatalf("setting up took %v of the %v pause: the test did not leave mid-subscribe; rerun on a quieter machine", took, pause)
 	}
 	for i, v := range viewers {
-		waitFor(t, "a snapshot at viewer "+strconv.Itoa(i), func() bool { _, ok := v.last("hot"); return ok || v.code() != 0 && v.code() != 200 })
+		poll.Until(t, 20*time.Second, "a snapshot at viewer "+strconv.Itoa(i), func() bool { _, ok := v.last("hot"); return ok || v.code() != 0 && v.code() != 200 })
 		if v.code() != http.StatusOK {
 			t.Fatalf("viewer %d got status %d after the first viewer left; want 200 and the stream", i, v.code())
 		}
 	}
 	publish(t, client, update.Update{PostID: "hot", Count: 1, TS: 1})
 	for i, v := range viewers {
-		waitFor(t, "the update at viewer "+strconv.Itoa(i), func() bool { return v.has("hot", 1) })
+		poll.Until(t, 20*time.Second, "the update at viewer "+strconv.Itoa(i), func() bool { return v.has("hot", 1) })
 	}
 }
 
@@ -233,13 +224,13 @@ func TestReturningViewerIsSubscribedAfterUnsubscribe(t *testing.T) {
 	n := startNode(t, client, Config{}, hub.Config{UnsubscribeGrace: time.Millisecond})
 	for i := int64(1); i <= 30; i++ {
 		w := watch(t, n.URL+"/sse/flap")
-		waitFor(t, "the viewer's snapshot", func() bool { _, ok := w.last("flap"); return ok })
+		poll.Until(t, 20*time.Second, "the viewer's snapshot", func() bool { _, ok := w.last("flap"); return ok })
 		publish(t, client, update.Update{PostID: "flap", Count: i, TS: i})
-		waitFor(t, "update "+strconv.FormatInt(i, 10), func() bool { return w.has("flap", i) })
+		poll.Until(t, 20*time.Second, "update "+strconv.FormatInt(i, 10), func() bool { return w.has("flap", i) })
 		w.stop()
-		waitFor(t, "the viewer gone", func() bool { return n.Hub.Admitted() == 0 })
+		poll.Until(t, 20*time.Second, "the viewer gone", func() bool { return n.Hub.Admitted() == 0 })
 	}
-	waitFor(t, "the last unsubscribe", func() bool { return n.Hub.Subscriptions() == 0 })
+	poll.Until(t, 20*time.Second, "the last unsubscribe", func() bool { return n.Hub.Subscriptions() == 0 })
 	res, err := rs.Do("PUBSUB", "NUMSUB", testKeys.Channel("flap"))
 	if err != nil {
 		t.Fatal(err)
@@ -330,9 +321,9 @@ func TestClusterStoppedMasterLeavesOthersFlowing(t *testing.T) {
 	}
 	leaver := watch(t, n.URL+"/sse/"+posts[0][0])
 	for p, w := range viewers {
-		waitFor(t, "the snapshot of "+p, func() bool { _, ok := w.last(p); return ok })
+		poll.Until(t, 20*time.Second, "the snapshot of "+p, func() bool { _, ok := w.last(p); return ok })
 	}
-	waitFor(t, "the leaver's snapshot", func() bool { _, ok := leaver.last(posts[0][0]); return ok })
+	poll.Until(t, 20*time.Second, "the leaver's snapshot", func() bool { _, ok := leaver.last(posts[0][0]); return ok })
 
 	freeze(t, c.Nodes[0])
 	leaver.stop()
@@ -346,16 +337,16 @@ func TestClusterStoppedMasterLeavesOthersFlowing(t *testing.T) {
 		for node := 1; node < len(posts); node++ {
 			for _, p := range posts[node] {
 				w := viewers[p]
-				waitFor(t, "round "+strconv.FormatInt(round, 10)+" at "+p, func() bool { return w.has(p, round) })
+				poll.Until(t, 20*time.Second, "round "+strconv.FormatInt(round, 10)+" at "+p, func() bool { return w.has(p, round) })
 			}
 		}
 	}
 	for node := 1; node < len(fresh); node++ {
 		p := fresh[node][0]
 		w := watch(t, n.URL+"/sse/"+p)
-		waitFor(t, "a new viewer of "+p+" on a healthy master", func() bool { _, ok := w.last(p); return ok })
+		poll.Until(t, 20*time.Second, "a new viewer of "+p+" on a healthy master", func() bool { _, ok := w.last(p); return ok })
 		publish(t, client, update.Update{PostID: p, Count: 1, TS: 1})
-		waitFor(t, "its update", func() bool { return w.has(p, 1) })
+		poll.Until(t, 20*time.Second, "its update", func() bool { return w.has(p, 1) })
 	}
 	if _, ok := hanging.last(fresh[0][0]); ok {
 		t.Errorf("a viewer of a post on the stopped master got a snapshot")
@@ -403,7 +394,7 @@ func BenchmarkClusterStoppedMaster(b *testing.B) {
 		for range 5 {
 			w := watch(b, n.URL+"/sse/"+p)
 			viewers[p] = append(viewers[p], w)
-			waitFor(b, "a snapshot", func() bool { _, ok := w.last(p); return ok })
+			poll.Until(b, 20*time.Second, "a snapshot", func() bool { _, ok := w.last(p); return ok })
 		}
 	}
 	count := int64(0)
@@ -421,7 +412,7 @@ func BenchmarkClusterStoppedMaster(b *testing.B) {
 			}
 			for _, p := range healthy {
 				for _, w := range viewers[p] {
-					waitFor(b, "a round", func() bool { return w.has(p, count) })
+					poll.Until(b, 20*time.Second, "a round", func() bool { return w.has(p, count) })
 					at, _ := w.receivedAt(p, count)
 					lat = append(lat, at.Sub(sent[p]))
 				}

@@ -2,6 +2,7 @@ package watching
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/update"
 )
@@ -91,37 +93,26 @@ func startNode(t *testing.T, client redis.UniversalClient, cfg Config, viewers m
 // waitTotal waits until every node was handed want for post.
 func waitTotal(t *testing.T, timeout time.Duration, post string, want int64, nodes ...*node) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.Check(t, timeout, func() error {
+		var got []update.Watching
 		ok := true
 		for _, n := range nodes {
-			if w, seen := n.total(post); !seen || w.Watching != want {
-				ok = false
-			}
+			w, seen := n.total(post)
+			got = append(got, w)
+			ok = ok && seen && w.Watching == want
 		}
-		if ok {
-			return
+		if !ok {
+			return fmt.Errorf("post %s: nodes did not all show %d watching: %+v", post, want, got)
 		}
-		if time.Now().After(deadline) {
-			for i, n := range nodes {
-				w, _ := n.total(post)
-				t.Logf("node %d: %+v", i, w)
-			}
-			t.Fatalf("post %s: nodes did not all show %d watching within %v", post, want, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitTicks waits until the counter handled at least n more intervals than it had.
 func waitTicks(t *testing.T, c *Counter, n int64) {
 	t.Helper()
 	target := c.Stats().Ticks.Load() + n
-	deadline := time.Now().Add(time.Duration(n+20) * testInterval)
-	for c.Stats().Ticks.Load() < target {
-		if time.Now().After(deadline) {
-			t.Fatalf("counter did not tick %d times", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, time.Duration(n+20)*testInterval, fmt.Sprintf("the counter to tick %d times", n), func() bool {
+		return c.Stats().Ticks.Load() >= target
+	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
 )
@@ -20,7 +21,7 @@ func TestClusterModeUsesShardedPublish(t *testing.T) {
 	if _, err := srv.Do("CLUSTER", "ADDSLOTSRANGE", 0, 16383); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "cluster_state:ok", func() bool {
+	poll.Until(t, 10*time.Second, "cluster_state:ok", func() bool {
 		info, err := srv.Do("CLUSTER", "INFO")
 		s, _ := info.(string)
 		return err == nil && strings.Contains(s, "cluster_state:ok")
@@ -43,17 +44,5 @@ func TestClusterModeUsesShardedPublish(t *testing.T) {
 	u, err := update.Parse([]byte(receive(t, ps.Channel()).Payload))
 	if err != nil || u.PostID != "42" || u.Count != 1 {
 		t.Errorf("sharded message: %+v, %v; want post 42 count 1", u, err)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
 )
@@ -216,7 +217,7 @@ func TestLikesBehindACallGoTogether(t *testing.T) {
 			for i := range tt.queued {
 				wg.Go(func() { like("q" + strconv.Itoa(i)) })
 			}
-			waitFor(t, 10*time.Second, "likes queued behind the call", func() bool { return c.waiting("hot") == tt.queued })
+			poll.Until(t, 10*time.Second, "likes queued behind the call", func() bool { return c.waiting("hot") == tt.queued })
 			release(t, srv)
 			wg.Wait()
 			close(results)
@@ -257,7 +258,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 	waitScriptHeld(t, srv)
 	wg.Go(func() { like("q1") })
 	wg.Go(func() { like("q2") })
-	waitFor(t, 10*time.Second, "two likes queued", func() bool { return c.waiting("hot") == 2 })
+	poll.Until(t, 10*time.Second, "two likes queued", func() bool { return c.waiting("hot") == 2 })
 	if _, err := c.Like(context.Background(), "hot", "q3"); !errors.Is(err, ErrBusy) {
 		t.Errorf("like beyond the queue: %v; want ErrBusy", err)
 	}
@@ -284,7 +285,7 @@ func TestRequestThatGivesUp(t *testing.T) {
 	wg.Go(func() { _, err := c.Like(inFlight, "p", "in-flight"); errs <- err })
 	waitScriptHeld(t, srv)
 	wg.Go(func() { _, err := c.Like(queued, "p", "queued"); errs <- err })
-	waitFor(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
+	poll.Until(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
 	cancelInFlight()
 	cancelQueued()
 	wg.Wait() // both answered while Redis still holds the call
@@ -322,7 +323,7 @@ func TestCloseWaitsForBatches(t *testing.T) {
 		c.Close()
 		close(closed)
 	}()
-	waitFor(t, 10*time.Second, "Close refusing changes", c.refusing)
+	poll.Until(t, 10*time.Second, "Close refusing changes", c.refusing)
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a batch was in flight")
@@ -402,7 +403,7 @@ func release(t *testing.T, srv *redistest.Server) {
 // waitScriptHeld waits until a script call is blocked by the pause.
 func waitScriptHeld(t *testing.T, srv *redistest.Server) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "a script call held by CLIENT PAUSE", func() bool {
+	poll.Until(t, 10*time.Second, "a script call held by CLIENT PAUSE", func() bool {
 		list, err := srv.Do("CLIENT", "LIST")
 		s, _ := list.(string)
 		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
