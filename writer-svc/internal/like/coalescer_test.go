@@ -173,7 +173,7 @@ func TestCloseSendsLingeringBatches(t *testing.T) {
 	wg.Go(func() { _, err := c.Like(context.Background(), "p", "first"); errs <- err })
 	waitScriptHeld(t, srv)
 	wg.Go(func() { _, err := c.Like(context.Background(), "p", "behind"); errs <- err })
-	waitFor(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
+	poll.Until(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
 	release(t, srv)
 	if err := <-errs; err != nil { // the first like; the second now lingers for the hour
 		t.Fatalf("first like: %v", err)
