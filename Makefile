@@ -31,10 +31,12 @@ $(GOLANGCI_LINT):
 # test: vet, lint, the race-enabled suite (real redis-server, real sockets, real browser), then a brief
 # run of every fuzz target. The e2e package runs alone, after the others: its latency and
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
-# make them measure the neighbour.
+# make them measure the neighbour. The Docker suite (deploy/dockertest: docker-compose.yml on a
+# real engine, after `make images-offline` where no registry is reachable) runs alone too, last.
 test: vet lint
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
+	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
 	$(MAKE) fuzz
 
 fuzz:

@@ -1,0 +1,482 @@
+package dockertest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/likes/likes/pkg/browsertest"
+	"github.com/likes/likes/pkg/clienttest"
+)
+
+// crowd is the suite's viewers: opened through haproxy once the stack has four nodes, kept
+// through the faults, and judged after each.
+type crowd struct {
+	owner   *testing.T // the whole test: the viewers outlive the step that opens them
+	post    string
+	viewers []*clienttest.Viewer
+	nodes   func() string // what the nodes report, for failure messages
+}
+
+// open adds n viewers of the crowd's post, connected through haproxy's streams port.
+func (c *crowd) open(url string, n int) {
+	for range n {
+		c.viewers = append(c.viewers, clienttest.Watch(c.owner, url+"/sse/"+c.post))
+	}
+}
+
+// connects returns each viewer's successful connects so far.
+func (c *crowd) connects() []int {
+	out := make([]int, len(c.viewers))
+	for i, v := range c.viewers {
+		_, _, out[i] = v.Stats()
+	}
+	return out
+}
+
+// describe summarises the viewers' counts, for failure messages: count -> viewers showing it.
+func (c *crowd) describe() string {
+	seen := map[string]int{}
+	var stale []string
+	newest := int64(-1)
+	for _, v := range c.viewers {
+		if n, ok := v.Count(c.post); ok && n > newest {
+			newest = n
+		}
+	}
+	for i, v := range c.viewers {
+		n, ok := v.Count(c.post)
+		key := "none"
+		if ok {
+			key = strconv.FormatInt(n, 10)
+		}
+		seen[key]++
+		if n != newest || !ok {
+			events, backwards, connects := v.Stats()
+			stale = append(stale, fmt.Sprintf("viewer %d: count %s, connected %v, connects %d, events %d, backwards %d", i, key, v.Connected(), connects, events, backwards))
+		}
+	}
+	return fmt.Sprintf("%v; behind: %v", seen, stale)
+}
+
+// awaitCount waits until every viewer shows want and returns how long that took from since;
+// it fails, saying what the viewers showed, if that is not within limit of since.
+func (c *crowd) awaitCount(t *testing.T, want int64, since time.Time, limit time.Duration, what string) time.Duration {
+	t.Helper()
+	all := func() bool {
+		for _, v := range c.viewers {
+			if n, ok := v.Count(c.post); !ok || n != want {
+				return false
+			}
+		}
+		return true
+	}
+	for !all() {
+		if time.Since(since) > limit {
+			t.Fatalf("%s: viewers still not all on count %d %v after it; they show %s (count: viewers); nodes: %s",
+				what, want, limit, c.describe(), c.nodes())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(since)
+	t.Logf("%s: all %d viewers on count %d %v after it", what, len(c.viewers), want, took.Round(10*time.Millisecond))
+	return took
+}
+
+// figures collects what the suite measured, printed at the end for docs/RELIABILITY.md.
+type figures []string
+
+func (f *figures) add(t *testing.T, format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	*f = append(*f, line)
+	t.Log(line)
+}
+
+// TestComposeStack is a user's first hour with docker-compose.yml on a real engine, in steps
+// that share one `up`. Each step asserts a figure; the first failing step ends the test (the
+// later ones depend on the stack it leaves).
+func TestComposeStack(t *testing.T) {
+	needEngine(t)
+	if _, err := docker(context.Background(), nil, "compose", "version"); err != nil {
+		t.Fatalf("the docker CLI %s has no Compose v2 plugin: run `make images-offline` (it builds one when missing): %v", engine.docker, err)
+	}
+	s := newStack(t)
+	var got figures
+	defer func() {
+		fmt.Fprintf(os.Stderr, "dockertest figures:\n  %s\n", strings.Join(got, "\n  "))
+	}()
+	c := &crowd{owner: t, post: fmt.Sprintf("dt%d", time.Now().Unix()), nodes: s.describeNodes}
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"1 up --build --wait", func(t *testing.T) { stepUp(t, s, &got) }},
+		{"2 a like reaches a viewer and the page", func(t *testing.T) { stepLike(t, s) }},
+		{"3 scale to 4 and ramp", func(t *testing.T) { stepScale(t, s, c, &got) }},
+		{"4 kill a fanout node", func(t *testing.T) { stepKill(t, s, c, &got) }},
+		{"5 redis restarted and killed", func(t *testing.T) { stepRedis(t, s, c, &got) }},
+		{"6 partitions", func(t *testing.T) { stepPartitions(t, s, c, &got) }},
+		{"7 scale down to 2", func(t *testing.T) { stepScaleDown(t, s, c, &got) }},
+		{"8 down and up", func(t *testing.T) { stepDownUp(t, s, c, &got) }},
+	}
+	for _, st := range steps {
+		start := time.Now()
+		ok := t.Run(st.name, st.run)
+		got.add(t, "step %s: %v", st.name, time.Since(start).Round(100*time.Millisecond))
+		if !ok {
+			t.Fatalf("step %q failed; the later steps need the stack it leaves", st.name)
+		}
+	}
+}
+
+// stepUp: `docker compose up --build --wait` from a clean state brings every service healthy.
+func stepUp(t *testing.T, s *stack, got *figures) {
+	start := time.Now()
+	s.mustCompose(25*time.Minute, "up", "--build", "--wait", "--wait-timeout", "300")
+	got.add(t, "up --build --wait: every service healthy after %v", time.Since(start).Round(time.Second))
+	for svc, n := range map[string]int{"redis": 1, "writer-svc": 2, "fanout-svc": 1, "haproxy": 1} {
+		names := s.containers(svc, false)
+		if len(names) != n {
+			t.Errorf("%s: %d containers running %v; want %d", svc, len(names), names, n)
+		}
+		for _, name := range names {
+			if st := s.inspect(name); !st.Running || st.Health != "healthy" {
+				t.Errorf("%s: running=%v health=%q; want running and healthy", name, st.Running, st.Health)
+			}
+		}
+	}
+	if up := clienttest.HAProxyServersUp(s.stats, "writer-svc"); up != 2 {
+		t.Errorf("haproxy reports %d writer servers UP; want 2", up)
+	}
+}
+
+// stepLike: a like through haproxy's :8080 reaches an SSE viewer on :8090, and the live page
+// served through haproxy shows likes in Chromium: one sent to the API, one clicked on the page.
+func stepLike(t *testing.T, s *stack) {
+	post := fmt.Sprintf("first%d", time.Now().UnixNano())
+	v := clienttest.Watch(t, s.stream+"/sse/"+post)
+	clienttest.WaitCount(t, 10*time.Second, post, 0, v)
+	if got := s.like(post, "alice"); got != 1 {
+		t.Fatalf("like answered count %d; want 1", got)
+	}
+	clienttest.WaitCount(t, 5*time.Second, post, 1, v)
+
+	// The page shows PAGE_POSTS (1,2,3,4 by default); the stack is new, so every count is 0.
+	browser := browsertest.Start(t)
+	tab, cancel := chromedp.NewContext(browser)
+	defer cancel()
+	ctx, stop := context.WithTimeout(tab, 60*time.Second)
+	defer stop()
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.pages+"/")); err != nil {
+		t.Fatalf("open the page through haproxy: %v", err)
+	}
+	waitPage(t, ctx, `document.getElementById("connection")?.dataset.state === "live"`, "the page to go live")
+	waitPage(t, ctx, `document.querySelector('li[data-post="1"] .count-value')?.dataset.count === "0"`, "post 1 at 0")
+	s.like("1", "bob")
+	waitPage(t, ctx, `document.querySelector('li[data-post="1"] .count-value')?.dataset.count === "1"`, "the page to show bob's like of post 1")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`li[data-post="2"] .like`))); err != nil {
+		t.Fatalf("click the like button of post 2: %v", err)
+	}
+	waitPage(t, ctx, `document.querySelector('li[data-post="2"] .count-value')?.dataset.count === "1"`, "the page to show its own like of post 2")
+	// The page shows the like at once and sends it; the writers have it when the answer lands.
+	waitPage(t, ctx, `document.querySelector('li[data-post="2"] .like')?.getAttribute("aria-busy") !== "true"`, "the page's like request to finish")
+	var stored int64
+	clienttest.Await(t, 10*time.Second, func() bool { stored = s.storedCount("2"); return stored == 1 }, func() string {
+		return fmt.Sprintf("the writers to store the page's like of post 2 (they store %d; the page posts through haproxy's likes port)", stored)
+	})
+}
+
+// waitPage polls a JavaScript condition in the page, failing with what the page shows.
+func waitPage(t *testing.T, ctx context.Context, expr, what string) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main")?.innerText ?? document.body.innerText`))
+		t.Fatalf("waiting for %s: %v; the page shows:\n%s", what, err, shown)
+	}
+}
+
+// stepScale: the ramp at one replica, then `up --scale fanout-svc=4`: haproxy has four live
+// backends, the README's rerun spreads its viewers over all four, and the suite's viewers,
+// opened through haproxy, land on every node.
+func stepScale(t *testing.T, s *stack, c *crowd, got *figures) {
+	s.mustCompose(10*time.Minute, "--profile", "bench", "build", "loadgen")
+	one := s.ramp(t, 1)
+	start := time.Now()
+	s.mustCompose(5*time.Minute, strings.Fields(scaleCommand)...)
+	s.awaitHealthy("fanout-svc", 4, time.Minute)
+	s.awaitBackends(4, 30*time.Second)
+	got.add(t, "scale 1 -> 4: four healthy nodes UP in haproxy %v after the command", time.Since(start).Round(100*time.Millisecond))
+	four := s.ramp(t, 4)
+	got.add(t, "ramp at 1 replica:\n%s", one.table())
+	got.add(t, "ramp at 4 replicas:\n%s", four.table())
+
+	c.open(s.stream, 20)
+	s.like(c.post, "seed")
+	c.awaitCount(t, 1, time.Now(), 15*time.Second, "20 viewers through haproxy")
+	per := s.viewersPerNode()
+	for name, n := range per {
+		if n < 4 {
+			t.Errorf("node %s holds %d viewers of the 20 opened through haproxy; want about 5 each (leastconn), got %v", name, n, per)
+		}
+	}
+}
+
+// busiest returns the running node holding the most viewers.
+func (s *stack) busiest(t *testing.T) (node, int) {
+	t.Helper()
+	var best node
+	most := -1
+	for _, n := range s.nodes() {
+		if v := int(n.metric("likes_fanout_viewers")); v > most {
+			best, most = n, v
+		}
+	}
+	if most <= 0 {
+		t.Fatalf("no node holds viewers: %v", s.viewersPerNode())
+	}
+	return best, most
+}
+
+// stepKill: `docker kill` of a node holding viewers: they reconnect through haproxy and show
+// the right count within 5 s. The engine records docker kill as a manual stop and restarts
+// nothing, so the scale command brings the node back. Then a crash (the node's process killed
+// from outside, as the OOM killer would): the same within 5 s, and the engine restarts it
+// (restart: unless-stopped).
+func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
+	victim, held := s.busiest(t)
+	s.mustDocker("kill", victim.name)
+	killed := time.Now()
+	want := s.like(c.post, "after-kill")
+	took := c.awaitCount(t, want, killed, 5*time.Second, "docker kill of "+victim.name)
+	got.add(t, "docker kill of a node holding %d of 20 viewers: all 20 on the new count in %v (limit 5s)", held, took.Round(10*time.Millisecond))
+	if st := s.inspect(victim.name); st.Running {
+		t.Errorf("%s runs again after docker kill; the engine was expected to leave it stopped", victim.name)
+	}
+	start := time.Now()
+	s.mustCompose(5*time.Minute, strings.Fields(scaleCommand)...)
+	s.awaitHealthy("fanout-svc", 4, time.Minute)
+	s.awaitBackends(4, 30*time.Second)
+	got.add(t, "the killed node started again by `docker compose %s` and UP in haproxy %v after the command", scaleCommand, time.Since(start).Round(100*time.Millisecond))
+
+	victim, held = s.busiest(t)
+	before := s.inspect(victim.name).Restarts
+	pid := s.mustDocker("inspect", "-f", "{{.State.Pid}}", victim.name)
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 1 {
+		t.Fatalf("%s: process id %q", victim.name, pid)
+	}
+	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %d (%s's process): %v", n, victim.name, err)
+	}
+	crashed := time.Now()
+	want = s.like(c.post, "after-crash")
+	took = c.awaitCount(t, want, crashed, 5*time.Second, "crash of "+victim.name)
+	clienttest.Await(t, 60*time.Second, func() bool {
+		st := s.inspect(victim.name)
+		return st.Restarts > before && st.Running && st.Health == "healthy"
+	}, func() string {
+		return fmt.Sprintf("the engine to restart the crashed %s and its health check to pass (restarts were %d; now %+v)", victim.name, before, s.inspect(victim.name))
+	})
+	s.awaitBackends(4, 30*time.Second)
+	got.add(t, "crash (kill -9 of the process) of a node holding %d viewers: all 20 on the new count in %v; the engine restarted it, UP in haproxy %v after the crash",
+		held, took.Round(10*time.Millisecond), time.Since(crashed).Round(100*time.Millisecond))
+}
+
+// stepRedis: Redis restarted (`docker compose restart redis`) and then killed (`docker kill`,
+// then `docker compose start redis`) while likes flow, with APPENDFSYNC=always: no acknowledged like is lost,
+// and the viewers converge on the stored count without reconnecting.
+func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
+	base := s.storedCount(c.post)
+	connects := c.connects()
+	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-flow", 20*time.Millisecond)
+	flowing := func(what string) {
+		sent := flow.Sent()
+		clienttest.WaitFor(t, 30*time.Second, func() bool { return flow.Sent() > sent+20 }, "likes to flow "+what)
+	}
+	flowing("before the restart")
+	start := time.Now()
+	s.mustCompose(2*time.Minute, "restart", "redis")
+	s.awaitHealthy("redis", 1, time.Minute)
+	flowing("after the restart")
+	got.add(t, "compose restart redis: likes flowing again %v after the command", time.Since(start).Round(100*time.Millisecond))
+
+	// docker kill is a manual stop to the engine, which does not restart the container: Compose
+	// starts it again, as an operator would.
+	redis := s.containers("redis", false)[0]
+	start = time.Now()
+	s.mustDocker("kill", redis)
+	s.mustCompose(2*time.Minute, "start", "redis")
+	s.awaitHealthy("redis", 1, time.Minute)
+	flowing("after the kill")
+	got.add(t, "docker kill redis, then compose start redis: likes flowing again %v after the kill", time.Since(start).Round(100*time.Millisecond))
+	flow.Stop()
+
+	stored, sent := s.storedCount(c.post), flow.Sent()
+	// Each user is retried until a 200, so the count is base + acknowledged likes, plus at most
+	// the last user's like if it was stored but its answer lost when the flow stopped.
+	if stored < base+sent || stored > base+sent+1 {
+		t.Errorf("stored count %d; want %d (before) + %d (acknowledged) = %d: an acknowledged like was lost or counted twice",
+			stored, base, sent, base+sent)
+	}
+	took := c.awaitCount(t, stored, time.Now(), 10*time.Second, "after both Redis faults")
+	after := c.connects()
+	for i := range after {
+		if after[i] != connects[i] {
+			t.Errorf("viewer %d reconnected (%d connects, %d before); want it kept through Redis restarts", i, after[i], connects[i])
+		}
+	}
+	got.add(t, "redis restart + kill with APPENDFSYNC=always: %d likes acknowledged, %d attempts refused while Redis was away, stored %d = %d + %d; viewers on it %v after the flow stopped, none reconnected",
+		sent, flow.Failed(), stored, base, sent, took.Round(10*time.Millisecond))
+}
+
+// stepPartitions cuts one node off the balancer's network, then another off Redis's (past the
+// grace, and within it), and records how long its viewers stayed wrong.
+func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
+	t.Run("node cut off the network", func(t *testing.T) {
+		victim, held := s.busiest(t)
+		s.mustDocker("network", "disconnect", network("default"), victim.name)
+		cut := time.Now()
+		want := s.like(c.post, "net-cut")
+		took := c.awaitCount(t, want, cut, 3*heartbeat, "network cut of "+victim.name)
+		got.add(t, "node cut off the balancer's network holding %d of 20 viewers: all on the new count in %v (limit 3 heartbeats = %v; STREAM_IDLE_TIMEOUT %v)",
+			held, took.Round(10*time.Millisecond), 3*heartbeat, 2*heartbeat)
+		s.mustDocker("network", "connect", "--alias", "fanout-svc", network("default"), victim.name)
+		s.awaitBackends(4, 30*time.Second)
+		got.add(t, "network back: the node UP in haproxy %v after the cut", time.Since(cut).Round(100*time.Millisecond))
+	})
+	t.Run("node cut off Redis past the grace", func(t *testing.T) {
+		victim, held := s.busiest(t)
+		s.mustDocker("network", "disconnect", network("redis"), victim.name)
+		cut := time.Now()
+		want := s.like(c.post, "redis-cut")
+		limit := redisGrace + drainWindow + 5*time.Second
+		took := c.awaitCount(t, want, cut, limit, "Redis cut of "+victim.name)
+		if n := victim.metric("likes_fanout_redis_sheds_total"); n != 1 {
+			t.Errorf("%s likes_fanout_redis_sheds_total = %v; want 1", victim.name, n)
+		}
+		if n := victim.metric("likes_fanout_viewers"); n != 0 {
+			t.Errorf("%s still holds %v viewers while cut off Redis; want 0 (moved to other nodes)", victim.name, n)
+		}
+		got.add(t, "node cut off Redis alone holding %d of 20 viewers: all on the new count in %v (REDIS_GRACE %v + DRAIN_WINDOW %v; limit %v)",
+			held, took.Round(10*time.Millisecond), redisGrace, drainWindow, limit)
+		s.mustDocker("network", "connect", "--alias", "fanout-svc", network("redis"), victim.name)
+		back := time.Now()
+		clienttest.WaitFor(t, 30*time.Second, func() bool { return victim.metric("likes_fanout_redis_reachable") == 1 }, victim.name+" to reach Redis again")
+		s.awaitBackends(4, 30*time.Second)
+		got.add(t, "Redis reachable again: the node ready and UP in haproxy %v after the network returned", time.Since(back).Round(100*time.Millisecond))
+		// The node serves live updates again: a viewer on it directly sees the next like.
+		direct := clienttest.Watch(t, victim.url+"/sse/"+c.post)
+		clienttest.WaitCount(t, 10*time.Second, c.post, want, direct)
+		next := s.like(c.post, "redis-back")
+		clienttest.WaitCount(t, 5*time.Second, c.post, next, direct)
+		c.awaitCount(t, next, time.Now(), 5*time.Second, "a like after the return")
+		direct.Close()
+	})
+	t.Run("node cut off Redis within the grace", func(t *testing.T) {
+		victim, held := s.busiest(t)
+		connects := c.connects()
+		s.mustDocker("network", "disconnect", network("redis"), victim.name)
+		cut := time.Now()
+		want := s.like(c.post, "short-cut")
+		time.Sleep(redisGrace / 2) // a cut shorter than the grace: nobody is moved
+		s.mustDocker("network", "connect", "--alias", "fanout-svc", network("redis"), victim.name)
+		back := time.Now()
+		took := c.awaitCount(t, want, back, 20*time.Second, "a Redis cut shorter than the grace")
+		var moved int
+		for i, n := range c.connects() {
+			moved += n - connects[i]
+		}
+		if moved != 0 {
+			t.Errorf("%d viewers reconnected during a %v Redis cut; want none (REDIS_GRACE %v)", moved, back.Sub(cut).Round(time.Second), redisGrace)
+		}
+		got.add(t, "node cut off Redis for %v (< REDIS_GRACE) holding %d viewers: none moved; resubscribed and resynced, all on the count %v after the network returned",
+			back.Sub(cut).Round(100*time.Millisecond), held, took.Round(10*time.Millisecond))
+	})
+}
+
+// stepScaleDown: `up --scale fanout-svc=2` stops two nodes, which drain their viewers over
+// DRAIN_WINDOW; haproxy moves them, every viewer ends on the right count and no like is refused.
+func stepScaleDown(t *testing.T, s *stack, c *crowd, got *figures) {
+	before := s.viewersPerNode()
+	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-down", 50*time.Millisecond)
+	sent := flow.Sent()
+	clienttest.WaitFor(t, 10*time.Second, func() bool { return flow.Sent() > sent+10 }, "likes to flow")
+	base := s.storedCount(c.post) - flow.Sent()
+	start := time.Now()
+	s.mustCompose(5*time.Minute, "up", "-d", "--wait", "--scale", "fanout-svc=2")
+	stopped := time.Since(start)
+	if n := len(s.nodes()); n != 2 {
+		t.Fatalf("%d fanout nodes run after scaling to 2", n)
+	}
+	s.awaitBackends(2, 30*time.Second)
+	flow.Stop()
+	stored := s.storedCount(c.post)
+	took := c.awaitCount(t, stored, start, stopped+10*time.Second, "scale down to 2")
+	if f := flow.Failed(); f != 0 {
+		t.Errorf("%d likes refused while two nodes drained; want 0 (the writers are untouched)", f)
+	}
+	if want := base + flow.Sent(); stored != want {
+		t.Errorf("stored %d; want %d + %d acknowledged = %d", stored, base, flow.Sent(), want)
+	}
+	after := s.viewersPerNode()
+	total := 0
+	for _, n := range after {
+		total += n
+	}
+	if total < len(c.viewers) {
+		t.Errorf("the 2 nodes hold %d viewers %v; want all %d of the suite's", total, after, len(c.viewers))
+	}
+	got.add(t, "scale 4 -> 2 (viewers %v -> %v): compose returned after %v, all 20 on the final count %v after the command, %d likes flowed, 0 refused",
+		before, after, stopped.Round(100*time.Millisecond), took.Round(10*time.Millisecond), flow.Sent())
+}
+
+// stepDownUp: `docker compose down` then `up`: the counts survive in the AOF volume; `down -v`
+// removes everything of the project.
+func stepDownUp(t *testing.T, s *stack, c *crowd, got *figures) {
+	for _, v := range c.viewers {
+		v.Close()
+	}
+	posts := []string{c.post, "1", "2"}
+	want := map[string]int64{}
+	for _, p := range posts {
+		want[p] = s.storedCount(p)
+	}
+	start := time.Now()
+	s.mustCompose(5*time.Minute, "down")
+	if left := s.containers("", true); len(left) != 0 {
+		t.Fatalf("containers left after down: %v", left)
+	}
+	s.mustCompose(10*time.Minute, "up", "-d", "--wait")
+	for _, p := range posts {
+		if n := s.storedCount(p); n != want[p] {
+			t.Errorf("post %s: count %d after down and up; want %d (kept in the AOF volume)", p, n, want[p])
+		}
+	}
+	got.add(t, "down + up: counts %v kept in the volume; up again in %v", want, time.Since(start).Round(100*time.Millisecond))
+
+	s.mustCompose(5*time.Minute, "down", "-v")
+	for _, kind := range []string{"container", "volume", "network"} {
+		args := []string{kind, "ls", "-q", "--filter", "label=com.docker.compose.project=" + project}
+		if kind == "container" {
+			args = []string{"ps", "-aq", "--filter", "label=com.docker.compose.project=" + project}
+		}
+		if out := s.mustDocker(args...); out != "" {
+			t.Errorf("down -v left %ss of the project: %s", kind, out)
+		}
+	}
+	resp, err := http.Get(s.likes + "/count/1")
+	if err == nil {
+		resp.Body.Close()
+		t.Errorf("haproxy's likes port still answers after down -v")
+	}
+}

@@ -1,0 +1,127 @@
+package dockertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's scale-and-rerun commands, run here as written (after `docker compose`), with
+// shorter phases and --json appended for the test to read the result.
+const (
+	scaleCommand = "up -d --wait --scale fanout-svc=4"
+	rerunCommand = "--profile bench run --rm --no-deps loadgen ramp --conns 500,2000 --rate 10"
+	rampShort    = "--warmup 2s --window 10s --json"
+)
+
+// rampResult is the part of `loadgen ramp --json` the suite reads (loadgen's report package is
+// internal to loadgen; these are its JSON names).
+type rampResult struct {
+	Nodes  []string `json:"fanout_nodes"`
+	Phases []struct {
+		ConnsWanted  int      `json:"conns_wanted"`
+		ConnsOpen    int      `json:"conns_open"`
+		ConnsFailed  int      `json:"conns_failed"`
+		ConnsRefused int      `json:"conns_refused"`
+		LikesPerSec  float64  `json:"likes_per_sec"`
+		LikeErrors   int64    `json:"like_errors"`
+		EventsPerSec float64  `json:"events_per_sec"`
+		DeliveryPct  *float64 `json:"delivery_pct"`
+		Convergence  *float64 `json:"convergence_pct"`
+		LatencyP50   *float64 `json:"latency_p50_ms"`
+		LatencyP99   *float64 `json:"latency_p99_ms"`
+		NodesCPU     *float64 `json:"nodes_cpu_pct"`
+		MemPerConnB  *float64 `json:"mem_per_conn_bytes"`
+		GenCPU       *float64 `json:"generator_cpu_pct"`
+		GenSaturated bool     `json:"generator_saturated"`
+		Nodes        []struct {
+			URL     string   `json:"url"`
+			Viewers *float64 `json:"viewers"`
+			CPUPct  *float64 `json:"cpu_pct"`
+		} `json:"nodes"`
+	} `json:"phases"`
+}
+
+// ramp runs the README's rerun command and checks what every ramp must show: all viewers open,
+// every like delivered, every viewer on the final counts, and each of the wanted nodes holding
+// its share (its own /metrics gauge, as loadgen read it).
+func (s *stack) ramp(t *testing.T, wantNodes int) rampResult {
+	t.Helper()
+	start := time.Now()
+	out := s.mustCompose(10*time.Minute, strings.Fields(rerunCommand+" "+rampShort)...)
+	var res rampResult
+	i := strings.Index(out, "{")
+	if i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil {
+		t.Fatalf("loadgen printed no JSON result:\n%s", tailString(out, 4000))
+	}
+	t.Logf("ramp over %d node(s) took %v:\n%s", len(res.Nodes), time.Since(start).Round(time.Second), res.table())
+	if len(res.Nodes) != wantNodes {
+		t.Fatalf("the ramp found %d fanout nodes %v; want %d (the rerun must not rescale the stack)", len(res.Nodes), res.Nodes, wantNodes)
+	}
+	for _, p := range res.Phases {
+		if p.ConnsOpen != p.ConnsWanted || p.ConnsFailed+p.ConnsRefused > 0 {
+			t.Errorf("%d conns: %d open, %d failed, %d refused; want all open", p.ConnsWanted, p.ConnsOpen, p.ConnsFailed, p.ConnsRefused)
+		}
+		if p.DeliveryPct == nil || *p.DeliveryPct != 100 || p.Convergence == nil || *p.Convergence != 100 {
+			t.Errorf("%d conns: delivery %s%%, convergence %s%% (latency p99 %s ms, generator CPU %s%%, saturated %v); want 100 and 100",
+				p.ConnsWanted, fmtPtr(p.DeliveryPct), fmtPtr(p.Convergence), fmtPtr(p.LatencyP99), fmtPtr(p.GenCPU), p.GenSaturated)
+		}
+		share := float64(p.ConnsWanted) / float64(wantNodes)
+		for _, n := range p.Nodes {
+			// The gauge also counts the suite's own few viewers and the page's stream.
+			if n.Viewers == nil || math.Abs(*n.Viewers-share) > 30 {
+				t.Errorf("%d conns: node %s holds %s viewers; want its share, %.0f", p.ConnsWanted, n.URL, fmtPtr(n.Viewers), share)
+			}
+		}
+	}
+	return res
+}
+
+// table is a compact view of a ramp for the test log and docs/BENCHMARKS.md.
+func (r rampResult) table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %6s %5s %8s %9s %7s %6s %8s %8s %10s %8s  %s\n", "conns", "open", "likes/s", "events/s", "deliv%", "conv%", "p50 ms", "p99 ms", "nodes CPU%", "gen CPU%", "viewers per node")
+	for _, p := range r.Phases {
+		var per []string
+		for _, n := range p.Nodes {
+			per = append(per, fmtPtr(n.Viewers))
+		}
+		fmt.Fprintf(&b, "  %6d %5d %8.0f %9.0f %7s %6s %8s %8s %10s %8s  %s\n", p.ConnsWanted, p.ConnsOpen, p.LikesPerSec, p.EventsPerSec,
+			fmtPtr(p.DeliveryPct), fmtPtr(p.Convergence), fmtPtr(p.LatencyP50), fmtPtr(p.LatencyP99), fmtPtr(p.NodesCPU), fmtPtr(p.GenCPU), strings.Join(per, "/"))
+	}
+	return b.String()
+}
+
+func fmtPtr(f *float64) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *f)
+}
+
+func decodeJSON(resp *http.Response, v any) error {
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// TestReadmeShowsTheTestedCommands: the scale-and-rerun commands the README gives are the ones
+// this suite runs, so what users copy is what was tested.
+func TestReadmeShowsTheTestedCommands(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{scaleCommand, rerunCommand} {
+		if !strings.Contains(string(raw), "docker compose "+cmd) {
+			t.Errorf("README.md does not show `docker compose %s`, the command the suite tests", cmd)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package dockertest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/clienttest"
+)
+
+// project is the suite's Compose project name: its own containers, networks and volume, never a
+// user's `likes` project.
+const project = "likes-dockertest"
+
+// Settings the suite runs with. The limits are what this kind of machine grants (a process may
+// hold at most 20,000 open files); the timings are short so that each step takes seconds, and
+// keep the relations the defaults have (STREAM_IDLE_TIMEOUT = 2 x HEARTBEAT_INTERVAL, REDIS_GRACE
+// above a Redis restart).
+var suiteSettings = []string{
+	"NOFILE=16384", "HAPROXY_NOFILE=16384", "HAPROXY_MAXCONN=8000",
+	"HEARTBEAT_INTERVAL=" + heartbeat.String(), "STREAM_IDLE_TIMEOUT=" + (2 * heartbeat).String(),
+	"DRAIN_WINDOW=" + drainWindow.String(), "REDIS_GRACE=" + redisGrace.String(),
+	"APPENDFSYNC=always",
+}
+
+const (
+	heartbeat   = 5 * time.Second
+	drainWindow = 3 * time.Second
+	redisGrace  = 6 * time.Second
+)
+
+// baseImageVars are the Compose variables that select base images.
+var baseImageVars = []string{"REDIS_IMAGE", "HAPROXY_IMAGE", "GO_IMAGE", "STATIC_IMAGE"}
+
+// stack is the suite's Compose project on the engine.
+type stack struct {
+	t      *testing.T
+	env    []string // Compose variables for every command
+	likes  string   // haproxy's likes port, http://127.0.0.1:N
+	pages  string   // the same streams port by the name the page's CORS setting allows
+	stream string   // haproxy's streams port, http://127.0.0.1:N
+	stats  string   // haproxy's stats page
+}
+
+// newStack prepares the project (removing what an earlier, interrupted run left) and takes it
+// down with its volume when the test ends, also on failure.
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	likes, streams, monitor := freePort(t), freePort(t), freePort(t)
+	env := append(slices.Clone(suiteSettings), "COMPOSE_PROJECT_NAME="+project,
+		"LIKES_PORT="+strconv.Itoa(likes), "STREAMS_PORT="+strconv.Itoa(streams), "MONITOR_PORT="+strconv.Itoa(monitor))
+	env = append(env, imageSettings(t)...)
+	s := &stack{
+		t: t, env: env,
+		likes:  fmt.Sprintf("http://127.0.0.1:%d", likes),
+		stream: fmt.Sprintf("http://127.0.0.1:%d", streams),
+		pages:  fmt.Sprintf("http://localhost:%d", streams),
+		stats:  fmt.Sprintf("http://127.0.0.1:%d/stats", monitor),
+	}
+	if _, err := s.compose(2*time.Minute, "--profile", "bench", "down", "-v", "--remove-orphans", "--timeout", "5"); err != nil {
+		t.Fatalf("clear an earlier run's project: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := s.compose(time.Minute, "--profile", "bench", "logs", "--no-color", "--tail", "40")
+			t.Logf("compose logs (last 40 lines per container):\n%s", out)
+		}
+		if _, err := s.compose(3*time.Minute, "--profile", "bench", "down", "-v", "--remove-orphans", "--timeout", "5"); err != nil {
+			t.Errorf("down -v at the end: %v", err)
+		}
+	})
+	return s
+}
+
+// imageSettings returns the base-image variables: the environment's, else those `make
+// images-offline` wrote, else none (the public images, which must be in the engine).
+func imageSettings(t *testing.T) []string {
+	var set []string
+	for _, v := range baseImageVars {
+		if val := os.Getenv(v); val != "" {
+			set = append(set, v+"="+val)
+		}
+	}
+	if len(set) > 0 {
+		return set
+	}
+	path := filepath.Join(repoRoot, ".run", "offline", "images.env")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Logf("no %s and no %v set: using the public base images", path, baseImageVars)
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, _, ok := strings.Cut(sc.Text(), "="); ok && slices.Contains(baseImageVars, k) {
+			set = append(set, sc.Text())
+		}
+	}
+	t.Logf("base images from %s: %v", path, set)
+	return set
+}
+
+// compose runs `docker compose` on docker-compose.yml with the suite's settings.
+func (s *stack) compose(timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return docker(ctx, s.env, append([]string{"compose", "-f", filepath.Join(repoRoot, "docker-compose.yml")}, args...)...)
+}
+
+func (s *stack) mustCompose(timeout time.Duration, args ...string) string {
+	s.t.Helper()
+	out, err := s.compose(timeout, args...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return out
+}
+
+// docker runs a plain docker command (inspect, kill, network ...).
+func (s *stack) docker(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return docker(ctx, nil, args...)
+}
+
+func (s *stack) mustDocker(args ...string) string {
+	s.t.Helper()
+	out, err := s.docker(args...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// containers returns the names of the project's containers of service ("": every service),
+// running or, when all is set, not, sorted.
+func (s *stack) containers(service string, all bool) []string {
+	s.t.Helper()
+	args := []string{"ps", "--format", "{{.Names}}", "--filter", "label=com.docker.compose.project=" + project}
+	if service != "" {
+		args = append(args, "--filter", "label=com.docker.compose.service="+service)
+	}
+	if all {
+		args = append(args, "-a")
+	}
+	out := s.mustDocker(args...)
+	names := strings.Fields(out)
+	slices.Sort(names)
+	return names
+}
+
+// state is what docker inspect says of a container.
+type state struct {
+	Running  bool
+	Health   string // healthy, starting, unhealthy; "" without a health check
+	Restarts int
+}
+
+func (s *stack) inspect(name string) state {
+	s.t.Helper()
+	out, err := s.docker("inspect", "-f", "{{.State.Running}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}} {{.RestartCount}}", name)
+	if err != nil {
+		return state{}
+	}
+	f := strings.Fields(out)
+	if len(f) != 3 {
+		return state{}
+	}
+	n, _ := strconv.Atoi(f[2])
+	return state{Running: f[0] == "true", Health: strings.TrimPrefix(f[1], "none"), Restarts: n}
+}
+
+// network is the full name of one of the project's networks ("default", "redis").
+func network(name string) string { return project + "_" + name }
+
+// ip returns a container's address on one of the project's networks, "" when not attached.
+func (s *stack) ip(name, net string) string {
+	out, err := s.docker("inspect", "-f", fmt.Sprintf(`{{with index .NetworkSettings.Networks %q}}{{.IPAddress}}{{end}}`, network(net)), name)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// node is one fanout-svc container and its URL on the project's default network (the host
+// reaches the project's own bridge directly; nothing else is addressed).
+type node struct {
+	name, url string
+}
+
+// nodes returns the running fanout-svc containers.
+func (s *stack) nodes() []node {
+	s.t.Helper()
+	var out []node
+	for _, name := range s.containers("fanout-svc", false) {
+		if ip := s.ip(name, "default"); ip != "" {
+			out = append(out, node{name: name, url: "http://" + net.JoinHostPort(ip, "8090")})
+		}
+	}
+	return out
+}
+
+// metric reads one sample of a node's /metrics; -1 when unreachable.
+func (n node) metric(name string) float64 {
+	v, err := clienttest.ScrapeMetric(n.url, name)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// viewersPerNode reads each running node's viewer gauge.
+func (s *stack) viewersPerNode() map[string]int {
+	out := map[string]int{}
+	for _, n := range s.nodes() {
+		out[n.name] = int(n.metric("likes_fanout_viewers"))
+	}
+	return out
+}
+
+// describeNodes reports each running node's viewers, updates heard and pub/sub state, for
+// failure messages.
+func (s *stack) describeNodes() string {
+	var b strings.Builder
+	for _, n := range s.nodes() {
+		fmt.Fprintf(&b, "\n  %s: viewers %v, updates %v, pubsub messages %v, resubscribes %v, redis reachable %v, sheds %v",
+			n.name, n.metric("likes_fanout_viewers"), n.metric("likes_fanout_updates_total"), n.metric("likes_fanout_pubsub_messages_total"),
+			n.metric("likes_fanout_resubscribes_total"), n.metric("likes_fanout_redis_reachable"), n.metric("likes_fanout_redis_sheds_total"))
+	}
+	return b.String()
+}
+
+// awaitHealthy waits until service has want running containers, all healthy.
+func (s *stack) awaitHealthy(service string, want int, timeout time.Duration) {
+	s.t.Helper()
+	var seen []string
+	clienttest.Await(s.t, timeout, func() bool {
+		seen = seen[:0]
+		names := s.containers(service, false)
+		healthy := 0
+		for _, n := range names {
+			st := s.inspect(n)
+			seen = append(seen, fmt.Sprintf("%s running=%v health=%s", n, st.Running, st.Health))
+			if st.Running && (st.Health == "healthy" || st.Health == "") {
+				healthy++
+			}
+		}
+		return len(names) == want && healthy == want
+	}, func() string { return fmt.Sprintf("%d healthy %s containers (last seen: %v)", want, service, seen) })
+}
+
+// awaitBackends waits until haproxy reports want fanout servers UP.
+func (s *stack) awaitBackends(want int, timeout time.Duration) {
+	s.t.Helper()
+	var servers []clienttest.HAProxyServer
+	clienttest.Await(s.t, timeout, func() bool {
+		servers, _ = clienttest.HAProxyServers(s.stats, "fanout-svc")
+		up := 0
+		for _, sv := range servers {
+			if sv.Status == "UP" {
+				up++
+			}
+		}
+		return up == want
+	}, func() string { return fmt.Sprintf("haproxy to report %d fanout servers UP (last seen %v)", want, servers) })
+}
+
+// storedCount asks the writers, through haproxy, for a post's count.
+func (s *stack) storedCount(post string) int64 {
+	s.t.Helper()
+	resp, err := http.Get(s.likes + "/count/" + post)
+	if err != nil {
+		s.t.Fatalf("GET /count/%s through haproxy: %v", post, err)
+	}
+	defer resp.Body.Close()
+	var r clienttest.LikeReply
+	if err := decodeJSON(resp, &r); err != nil {
+		s.t.Fatalf("GET /count/%s through haproxy: %v", post, err)
+	}
+	return r.Count
+}
+
+// like sends one like through haproxy and fails unless it was stored.
+func (s *stack) like(post, user string) int64 {
+	s.t.Helper()
+	status, r, err := clienttest.TryLike(s.likes, post, user)
+	if err != nil || status != http.StatusOK || !r.Liked {
+		s.t.Fatalf("like %s as %s through haproxy: status %d %+v %v; want 200 liked", post, user, status, r, err)
+	}
+	return r.Count
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
