@@ -272,7 +272,9 @@ func (s *stack) awaitBackends(want int, timeout time.Duration) {
 			}
 		}
 		return up == want
-	}, func() string { return fmt.Sprintf("haproxy to report %d fanout servers UP (last seen %v)", want, servers) })
+	}, func() string {
+		return fmt.Sprintf("haproxy to report %d fanout servers UP (last seen %v)", want, servers)
+	})
 }
 
 // storedCount asks the writers, through haproxy, for a post's count.

@@ -49,8 +49,11 @@ func HAProxyServers(statsURL, backend string) ([]HAProxyServer, error) {
 	r := csv.NewReader(resp.Body)
 	r.FieldsPerRecord = -1
 	rows, err := r.ReadAll()
-	if err != nil || len(rows) == 0 {
-		return nil, fmt.Errorf("haproxy stats: %v (%d rows)", err, len(rows))
+	if err != nil {
+		return nil, fmt.Errorf("haproxy stats: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("haproxy stats: empty")
 	}
 	col := map[string]int{}
 	for i, name := range rows[0] {
