@@ -81,6 +81,11 @@ func (l *Load) Open(ctx context.Context, rate float64, maxInflight int) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
+			// A tick read after ctx's deadline (the loop was descheduled and select chose the
+			// tick over Done) must not send what falls due after it.
+			if dl, ok := ctx.Deadline(); ok && now.After(dl) {
+				now = dl
+			}
 			due := int(rate * now.Sub(start).Seconds())
 			for ; sent < due; sent++ {
 				select {
