@@ -39,6 +39,7 @@ func New(c Config) (redis.UniversalClient, error) {
 	if c.Cluster() {
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:        c.ClusterAddrs,
+			Dialer:       dialer(c.Timeout),
 			DialTimeout:  c.Timeout,
 			ReadTimeout:  c.Timeout,
 			WriteTimeout: c.Timeout,
@@ -51,6 +52,7 @@ func New(c Config) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
 	}
+	opt.Dialer = dialer(c.Timeout)
 	opt.DialTimeout = c.Timeout
 	opt.ReadTimeout = c.Timeout
 	opt.WriteTimeout = c.Timeout
