@@ -19,8 +19,10 @@ vet:
 
 # lint: golangci-lint with .golangci.yml (the default linters and a few that find real bugs). On a
 # clean machine the first run installs the pinned version (see docs/RELIABILITY.md for how long).
+# --allow-serial-runners: a second lint on the same machine (two checkouts testing at once) waits
+# for the first instead of failing with "parallel golangci-lint is running".
 lint: $(GOLANGCI_LINT)
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-serial-runners ./...
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(TOOLS)
