@@ -24,6 +24,8 @@ import (
 const usage = `usage: loadgen ramp [flags]     ramp viewers and likes against a running deployment
        loadgen ramp --help        list the ramp's flags
        loadgen churn [flags]      open short-lived streams at a steady rate (soak); --help lists flags
+       loadgen compare BEFORE.json AFTER.json [--html FILE]
+                                  two ramps (--json) side by side, and one line on what changed
        loadgen worker             (internal) hold viewers for a ramp, driven over stdin/stdout
 `
 
@@ -38,6 +40,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runRamp(ctx, args, getenv, stdout, stderr)
 	case "churn":
 		return runChurn(ctx, args, getenv, stdout, stderr)
+	case "compare":
+		return runCompare(args, stdout, stderr)
 	case "worker":
 		return runWorker(ctx, stdin, stdout, getenv("LOADGEN_WORKER_CPUPROFILE"))
 	case "help", "-h", "-help", "--help":
@@ -84,12 +88,12 @@ func write(res *report.Result, out outputs, stdout io.Writer) error {
 	return err
 }
 
-func writeFile(path string, res *report.Result, f func(io.Writer, *report.Result) error) error {
+func writeFile[T any](path string, v T, f func(io.Writer, T) error) error {
 	file, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := f(file, res); err != nil {
+	if err := f(file, v); err != nil {
 		file.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -142,4 +146,63 @@ func runChurn(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(res)
+}
+
+// runCompare reads two `loadgen ramp --json` results and prints them side by side, with the
+// summary line first; --html also writes the page with both ramps on each chart.
+func runCompare(args []string, stdout, stderr io.Writer) error {
+	var htmlPath string
+	s := envflag.New("loadgen compare", nil, stderr)
+	s.String(&htmlPath, "html", "", "", "also write a self-contained HTML page with both ramps on each chart to this file")
+	s.FS.Usage = func() {
+		fmt.Fprintln(stderr, "usage: loadgen compare BEFORE.json AFTER.json [--html FILE]")
+		s.FS.PrintDefaults()
+	}
+	// The files come first and the flags after them, so parse again after each file name.
+	var files []string
+	for rest := args[2:]; ; rest = rest[1:] {
+		if err := s.FS.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+		if rest = s.FS.Args(); len(rest) == 0 {
+			break
+		}
+		files = append(files, rest[0])
+	}
+	if len(files) != 2 {
+		s.FS.Usage()
+		return fmt.Errorf("compare wants two result files, BEFORE and AFTER; got %d", len(files))
+	}
+	var res [2]*report.Result
+	for k, path := range files {
+		var err error
+		if res[k], err = readResult(path); err != nil {
+			return err
+		}
+	}
+	c, err := report.Compare(res[0], res[1])
+	if err != nil {
+		return fmt.Errorf("compare %s and %s: %w", files[0], files[1], err)
+	}
+	err = report.CompareTable(stdout, c)
+	if htmlPath != "" {
+		err = errors.Join(err, writeFile(htmlPath, c, report.CompareHTML))
+	}
+	return err
+}
+
+func readResult(path string) (*report.Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := report.ReadResult(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
 }

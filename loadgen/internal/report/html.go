@@ -51,18 +51,21 @@ func HTML(w io.Writer, r *Result) error {
 	return page.Execute(w, map[string]any{"R": r, "Charts": charts, "Heads": heads, "Rows": rows})
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
+// style is the pages' shared CSS, inline so that a page loads nothing.
+const style = `{{define "style"}}<style>
+body{font:14px system-ui,sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}
+th{background:#f4f4f4}td.l{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}
+code{background:#f4f4f4;padding:1px 4px}
+</style>{{end}}`
+
+var page = template.Must(template.Must(template.New("report").Parse(style)).Funcs(template.FuncMap{
 	"fmtf": func(f Float, prec int) string { return f.format(prec) },
 	"kib":  kib,
 	"mib":  func(f Float) string { return (f / (1 << 20)).format(1) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>likes ramp {{.R.Started}}</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:24px;color:#222}
-table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}
-th{background:#f4f4f4}td.l{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}
-code{background:#f4f4f4;padding:1px 4px}
-</style></head><body>
+{{template "style"}}</head><body>
 <h1>likes ramp</h1>
 <p>Started {{.R.Started}} &middot; {{.R.Mode}} &middot; {{.R.Posts}} posts &middot; warmup {{.R.Warmup}}, window {{.R.Window}}
 &middot; writer {{.R.Writer}} &middot; {{len .R.Nodes}} fanout node(s) &middot; generator on {{.R.GenCPUs}} CPU(s)</p>
