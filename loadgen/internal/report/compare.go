@@ -177,7 +177,11 @@ func change(b, a float64) string {
 	if math.IsNaN(b) || math.IsNaN(a) || math.IsInf(b, 0) || math.IsInf(a, 0) || b == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%+.0f%%", (a/b-1)*100)
+	v := math.Round((a/b - 1) * 100)
+	if v == 0 {
+		v = 0 // not -0: a change of -0.4% reads "+0%"
+	}
+	return fmt.Sprintf("%+.0f%%", v)
 }
 
 func differences(b, a *Result) []string {

@@ -72,6 +72,25 @@ func TestCompareSummary(t *testing.T) {
 	}
 }
 
+func TestChange(t *testing.T) {
+	tests := []struct {
+		giveBefore, giveAfter float64
+		want                  string
+	}{
+		{100, 88, "-12%"},
+		{1, 4, "+300%"},
+		{2000, 1995, "+0%"}, // -0.25% rounds to zero, never "-0%"
+		{0, 5, ""},
+		{math.NaN(), 5, ""},
+		{5, math.Inf(1), ""},
+	}
+	for _, tt := range tests {
+		if got := change(tt.giveBefore, tt.giveAfter); got != tt.want {
+			t.Errorf("change(%v, %v) = %q; want %q", tt.giveBefore, tt.giveAfter, got, tt.want)
+		}
+	}
+}
+
 func TestCompareNeedsACommonCount(t *testing.T) {
 	_, err := Compare(ramp(1, [5]float64{500, 100, 1, 1, 1}), ramp(4, [5]float64{1000, 100, 1, 1, 1}))
 	if err == nil || !strings.Contains(err.Error(), "before has 500, after has 1000") {
