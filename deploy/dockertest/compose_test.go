@@ -206,8 +206,9 @@ func waitPage(t *testing.T, ctx context.Context, expr, what string) {
 }
 
 // stepScale: the ramp at one replica, then `up --scale fanout-svc=4`: haproxy has four live
-// backends, the README's rerun spreads its viewers over all four, and the suite's viewers,
-// opened through haproxy, land on every node.
+// backends, the README's rerun spreads its viewers over all four, the README's `loadgen compare`
+// of the two ramps names both node counts, and the suite's viewers, opened through haproxy,
+// land on every node.
 func stepScale(t *testing.T, s *stack, c *crowd, got *figures) {
 	s.mustCompose(10*time.Minute, "--profile", "bench", "build", "loadgen")
 	one := s.ramp(t, 1)
@@ -219,6 +220,7 @@ func stepScale(t *testing.T, s *stack, c *crowd, got *figures) {
 	four := s.ramp(t, 4)
 	got.add(t, "ramp at 1 replica:\n%s", one.table())
 	got.add(t, "ramp at 4 replicas:\n%s", four.table())
+	got.add(t, "loadgen compare, 1 replica vs 4: %s", s.compare(t, one, four))
 
 	c.open(s.stream, 20)
 	s.like(c.post, "seed")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +19,15 @@ const (
 	scaleCommand = "up -d --wait --scale fanout-svc=4"
 	rerunCommand = "--profile bench run --rm --no-deps loadgen ramp --conns 500,2000 --rate 10"
 	rampShort    = "--warmup 2s --window 10s --json"
+	// compareCommand is the README's comparison of the two ramps' JSON, run in the loadgen
+	// container with the directory holding them mounted.
+	compareCommand = `--profile bench run --rm --no-deps -T -u "$(id -u)" -v "$PWD:/cmp" loadgen compare /cmp/before.json /cmp/after.json --html /cmp/compare.html`
 )
 
 // rampResult is the part of `loadgen ramp --json` the suite reads (loadgen's report package is
 // internal to loadgen; these are its JSON names).
 type rampResult struct {
+	raw    string   // the JSON as loadgen printed it, for `loadgen compare`
 	Nodes  []string `json:"fanout_nodes"`
 	Phases []struct {
 		ConnsWanted  int      `json:"conns_wanted"`
@@ -60,6 +65,7 @@ func (s *stack) ramp(t *testing.T, wantNodes int) rampResult {
 	if i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil {
 		t.Fatalf("loadgen printed no JSON result:\n%s", tailString(out, 4000))
 	}
+	res.raw = out[i:]
 	t.Logf("ramp over %d node(s) took %v:\n%s", len(res.Nodes), time.Since(start).Round(time.Second), res.table())
 	if len(res.Nodes) != wantNodes {
 		t.Fatalf("the ramp found %d fanout nodes %v; want %d (the rerun must not rescale the stack)", len(res.Nodes), res.Nodes, wantNodes)
@@ -81,6 +87,40 @@ func (s *stack) ramp(t *testing.T, wantNodes int) rampResult {
 		}
 	}
 	return res
+}
+
+// compare runs the README's compare command on two ramps and returns its summary line, after
+// checking that the line names both node counts and that the page was written.
+func (s *stack) compare(t *testing.T, before, after rampResult) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, raw := range map[string]string{"before.json": before.raw, "after.json": after.raw} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := strings.NewReplacer(`"$(id -u)"`, strconv.Itoa(os.Getuid()), `"$PWD:/cmp"`, dir+":/cmp").Replace(compareCommand)
+	out := s.mustCompose(2*time.Minute, strings.Fields(cmd)...)
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " vs ") && strings.Contains(l, "max clean conns") {
+			line = strings.TrimSpace(l)
+			break
+		}
+	}
+	want := fmt.Sprintf("%d nodes vs %d:", len(after.Nodes), len(before.Nodes))
+	if len(before.Nodes) == 1 && len(after.Nodes) == 1 {
+		want = "1 node vs 1:"
+	}
+	if !strings.HasPrefix(line, want) {
+		t.Fatalf("loadgen compare printed no line starting %q:\n%s", want, tailString(out, 4000))
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "compare.html"))
+	if err != nil || !strings.Contains(string(page), "<svg") {
+		t.Errorf("loadgen compare --html wrote no page with charts (%v):\n%s", err, tailString(string(page), 400))
+	}
+	t.Logf("loadgen compare:\n%s", out)
+	return line
 }
 
 // table is a compact view of a ramp for the test log and docs/BENCHMARKS.md.
@@ -119,7 +159,7 @@ func TestReadmeShowsTheTestedCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{scaleCommand, rerunCommand} {
+	for _, cmd := range []string{scaleCommand, rerunCommand, compareCommand} {
 		if !strings.Contains(string(raw), "docker compose "+cmd) {
 			t.Errorf("README.md does not show `docker compose %s`, the command the suite tests", cmd)
 		}
