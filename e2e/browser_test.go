@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/likes/likes/pkg/browsertest"
 	"github.com/likes/likes/pkg/freeport"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
@@ -42,7 +42,7 @@ const browserWait = 20 * time.Second
 // on the same address, and checks both pages reconnect, refresh the missed count and show the next
 // like. Last, one page goes into the back/forward cache and comes back: no stream while away. Set UPDATE_SCREENSHOT=1 to rewrite docs/screenshot.png from the first page.
 func TestBrowserPage(t *testing.T) {
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	stack := startPageStack(t, browserPosts, nil, nil)
 	writer, fanout := stack.writer, stack.fanout
 	like(t, writer, http.MethodPost, "42", "seed-user", 1)
@@ -141,7 +141,7 @@ func TestBrowserPage(t *testing.T) {
 // subject.
 func TestBrowserPageWithToken(t *testing.T) {
 	const secret = "e2e-browser-secret-at-least-32-bytes"
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	stack := startPageStack(t, "7", []string{"AUTH_JWT_SECRET=" + secret}, nil)
 	writer, fanout := stack.writer, stack.fanout
 	erin := openPage(t, browser, "erin", fanout.URL, 960, 640)
@@ -223,41 +223,6 @@ func startPageStack(t *testing.T, posts string, writerEnv, fanoutEnv []string) p
 	writer := StartWriter(t, redis.URL, append([]string{"CORS_ORIGINS=http://" + pageAddr}, writerEnv...)...)
 	fanout := startFanoutAt(t, pageAddr, redis.URL, append([]string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + posts}, fanoutEnv...)...)
 	return pageStack{redis: redis, writer: writer, fanout: fanout}
-}
-
-// startBrowser starts headless Debian chromium with a fresh profile; it stops when the test ends.
-// Without chromium the test is skipped on a workstation but fails in CI, where .ci/run installs it.
-func startBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" {
-			t.Fatalf("chromium not found on PATH; CI must have it (apt-get install -y chromium): %v", err)
-		}
-		t.Skipf("chromium not found on PATH (apt-get install -y chromium); skipping the browser test outside CI")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no deadline on its life
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
 }
 
 // startFanoutAt starts fanout-svc on addr, chosen before the writer started.

@@ -1,18 +1,18 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/clienttest"
 )
 
 // Signal sends sig to the process (SIGSTOP/SIGCONT to freeze it, as a long pause would).
@@ -48,64 +48,11 @@ func (p *Proc) Exited() bool {
 // Metric reads one unlabelled sample from the process's /metrics.
 func (p *Proc) Metric(t testing.TB, name string) float64 {
 	t.Helper()
-	v, err := scrapeMetric(p.URL, name)
+	v, err := clienttest.ScrapeMetric(p.URL, name)
 	if err != nil {
 		t.Fatalf("%s: %v", p.Name, err)
 	}
 	return v
-}
-
-var metricsClient = &http.Client{Timeout: 10 * time.Second}
-
-func scrapeMetric(baseURL, name string) (float64, error) {
-	resp, err := metricsClient.Get(baseURL + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
-	}
-	return 0, fmt.Errorf("metric %s not found", name)
-}
-
-// writerClient keeps connections to writer-svc alive across the many likes a test sends.
-var writerClient = &http.Client{
-	Timeout:   10 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
-}
-
-// likeReply is writer-svc's answer to a like.
-type likeReply struct {
-	PostID string `json:"post_id"`
-	Count  int64  `json:"count"`
-	Liked  bool   `json:"liked"`
-}
-
-// tryLike sends one like and returns the HTTP status and the reply.
-func tryLike(writerURL, post, user string) (int, likeReply, error) {
-	req, err := http.NewRequest(http.MethodPost, writerURL+"/like/"+post, nil)
-	if err != nil {
-		return 0, likeReply{}, err
-	}
-	req.Header.Set("X-User-ID", user)
-	resp, err := writerClient.Do(req)
-	if err != nil {
-		return 0, likeReply{}, err
-	}
-	defer resp.Body.Close()
-	var r likeReply
-	if resp.StatusCode == http.StatusOK {
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-			return resp.StatusCode, r, err
-		}
-	}
-	return resp.StatusCode, r, nil
 }
 
 // likeMany sends n likes of post by distinct users (prefix-0 ... prefix-(n-1)), parallel at a
@@ -121,7 +68,7 @@ func likeMany(t testing.TB, writerURL, post, prefix string, n, parallel int) {
 		go func() { // exits when all n likes are sent
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				status, r, err := tryLike(writerURL, post, prefix+"-"+strconv.FormatInt(i, 10))
+				status, r, err := clienttest.TryLike(writerURL, post, prefix+"-"+strconv.FormatInt(i, 10))
 				if err != nil || status != http.StatusOK || !r.Liked {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, fmt.Sprintf("status %d liked=%v err=%v", status, r.Liked, err))
@@ -139,54 +86,11 @@ func likeMany(t testing.TB, writerURL, post, prefix string, n, parallel int) {
 func countOf(t testing.TB, writerURL, post string) int64 {
 	t.Helper()
 	status, body := doRequest(t, http.MethodGet, writerURL+"/count/"+post, "")
-	var r likeReply
+	var r clienttest.LikeReply
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil {
 		t.Fatalf("GET /count/%s: %d %s", post, status, body)
 	}
 	return r.Count
-}
-
-// likeFlow keeps liking a post from fresh users at a steady pace until stopped. Likes that fail
-// (Redis away) are retried by the same user, as a client would, so every user is counted once.
-type likeFlow struct {
-	stop   context.CancelFunc
-	done   chan struct{}
-	sent   atomic.Int64 // likes acknowledged with 200
-	failed atomic.Int64 // attempts that got no 200
-}
-
-// startLikeFlow likes post every interval, as users prefix-0, prefix-1, ...
-func startLikeFlow(t testing.TB, writerURL, post, prefix string, interval time.Duration) *likeFlow {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &likeFlow{stop: cancel, done: make(chan struct{})}
-	go func() { // exits when Stop cancels ctx
-		defer close(f.done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		user := 0
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			status, _, err := tryLike(writerURL, post, prefix+"-"+strconv.Itoa(user))
-			if err == nil && status == http.StatusOK {
-				f.sent.Add(1)
-				user++
-			} else {
-				f.failed.Add(1)
-			}
-		}
-	}()
-	t.Cleanup(f.Stop)
-	return f
-}
-
-// Stop ends the flow and waits for its last like to finish.
-func (f *likeFlow) Stop() {
-	f.stop()
-	<-f.done
 }
 
 // healthProbe polls a URL's /healthz at a fixed pace and keeps the worst latency and the failures.

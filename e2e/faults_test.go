@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/clienttest"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -71,7 +72,7 @@ func startPubsubFaultStack(t *testing.T, post string, viewers int) *pubsubFaultS
 // 10 more likes the node cannot hear (pub/sub replays nothing), then thaws the node. Only a
 // resubscription followed by a re-read of the count can bring viewers to the final count: every
 // viewer must show it within 2 s of the thaw, on the stream it already had.
-func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func()) {
+func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *clienttest.LikeFlow, cut func()) {
 	t.Helper()
 	connects := s.crowd.Status(t).Connects
 	resubs := s.node.Metric(t, "likes_fanout_resubscribes_total")
@@ -94,12 +95,12 @@ func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *likeFlow, cut func
 	flow.Stop()
 	likeMany(t, s.writer.URL, s.post, "unheard", 10, 5)
 	final := countOf(t, s.writer.URL, s.post)
-	if want := 5 + flow.sent.Load() + 10; final != want {
-		t.Fatalf("count %d; want %d (5 seeded, %d in the flow, 10 unheard)", final, want, flow.sent.Load())
+	if want := 5 + flow.Sent() + 10; final != want {
+		t.Fatalf("count %d; want %d (5 seeded, %d in the flow, 10 unheard)", final, want, flow.Sent())
 	}
 	thaw()
 	took := s.crowd.WaitCount(t, 2*time.Second, final)
-	t.Logf("viewers at %d within %v of the thaw (%d likes flowed, %d attempts refused)", final, took, flow.sent.Load(), flow.failed.Load())
+	t.Logf("viewers at %d within %v of the thaw (%d likes flowed, %d attempts refused)", final, took, flow.Sent(), flow.Failed())
 	if got := s.crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects: got %d; want %d (viewers must converge without reconnecting)", got, connects)
 	}
@@ -121,7 +122,7 @@ func TestPubsubKilledByRedis(t *testing.T) {
 	s := startPubsubFaultStack(t, "pskill", 200)
 	connects := s.crowd.Status(t).Connects
 	resubs := s.node.Metric(t, "likes_fanout_resubscribes_total")
-	flow := startLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
+	flow := clienttest.StartLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
 	kill := func() {
 		killed, err := s.rds.Do("CLIENT", "KILL", "TYPE", "pubsub")
 		if n, _ := killed.(int64); err != nil || n < 1 {
@@ -129,15 +130,15 @@ func TestPubsubKilledByRedis(t *testing.T) {
 		}
 	}
 	for round := range 3 {
-		sent := flow.sent.Load()
-		poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.sent.Load() > sent+20 })
+		sent := flow.Sent()
+		poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.Sent() > sent+20 })
 		kill()
 		poll.Until(t, 5*time.Second, "the node to resubscribe", func() bool {
 			return s.node.Metric(t, "likes_fanout_resubscribes_total") > resubs+float64(round)
 		})
 	}
-	sent := flow.sent.Load()
-	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.sent.Load() > sent+20 })
+	sent := flow.Sent()
+	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.Sent() > sent+20 })
 	count := countOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count) // live updates resumed after the cuts
 	if got := s.crowd.Status(t).Connects; got != connects {
@@ -155,8 +156,8 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	connects := s.crowd.Status(t).Connects
-	flow := startLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
-	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.sent.Load() > 20 })
+	flow := clienttest.StartLikeFlow(t, s.writer.URL, s.post, "flow", 5*time.Millisecond)
+	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.Sent() > 20 })
 	// A burst far over the limit at once, as the backlog of a slow reader would be. It is not an
 	// update: whatever part of it the node reads before the cut is dropped as malformed.
 	overflow := func() {
@@ -167,8 +168,8 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 	before := pubsubClients(t, s.rds)
 	overflow()
 	poll.Until(t, 5*time.Second, "Redis to drop the node's pub/sub connection", func() bool { return !sharesAny(pubsubClients(t, s.rds), before) })
-	sent := flow.sent.Load()
-	poll.Until(t, 5*time.Second, "likes to keep flowing", func() bool { return flow.sent.Load() > sent+20 })
+	sent := flow.Sent()
+	poll.Until(t, 5*time.Second, "likes to keep flowing", func() bool { return flow.Sent() > sent+20 })
 	count := countOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count)
 	if got := s.crowd.Status(t).Connects; got != connects {
@@ -218,7 +219,7 @@ func TestRedisRestartViewersStay(t *testing.T) {
 
 	rds.Kill()
 	poll.Until(t, 10*time.Second, "the writer to answer 503 while Redis is down", func() bool {
-		status, _, _ := tryLike(writer.URL, post, "while-down")
+		status, _, _ := clienttest.TryLike(writer.URL, post, "while-down")
 		return status == 503
 	})
 	rds.Restart()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/likes/likes/pkg/browsertest"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -19,7 +20,7 @@ import (
 // one made on the other "device".
 func TestBrowserSameUserSameHearts(t *testing.T) {
 	const secret = "e2e-hearts-secret-at-least-32-bytes!"
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	token := signToken(t, secret, "frank")
 	stack := startPageStack(t, browserPosts, []string{"AUTH_JWT_SECRET=" + secret}, []string{"PAGE_TOKEN=" + token})
 	writer, fanout := stack.writer, stack.fanout
@@ -69,7 +70,7 @@ func TestBrowserSameUserSameHearts(t *testing.T) {
 // library sends nothing until Retry-After has passed, then the like goes through.
 func TestBrowserLikeUndoneWhenRefused(t *testing.T) {
 	const window = 3 * time.Second
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	stack := startPageStack(t, browserPosts, []string{"LIKE_RATE=1/" + window.String(), "REQUEST_TIMEOUT=1s", "REDIS_TIMEOUT=500ms"}, nil)
 	redis, writer := stack.redis, stack.writer
 	page := openPage(t, browser, "gina", stack.fanout.URL, 960, 640)
@@ -148,7 +149,7 @@ func TestBrowserLikeUndoneWhenRefused(t *testing.T) {
 // shows a like made meanwhile.
 func TestBrowserSilenceWatchdog(t *testing.T) {
 	const heartbeat = time.Second
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	redis := redistest.Start(t)
 	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=*")
 	env := []string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + browserPosts,

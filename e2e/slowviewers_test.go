@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/clienttest"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -34,10 +35,10 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 
 	measure := func(phase, users string) time.Duration {
 		crowd.Measure(t, true)
-		flow := startLikeFlow(t, writer.URL, post, users, 40*time.Millisecond)
-		poll.Until(t, 30*time.Second, phase+" likes", func() bool { return flow.sent.Load() >= 150 })
+		flow := clienttest.StartLikeFlow(t, writer.URL, post, users, 40*time.Millisecond)
+		poll.Until(t, 30*time.Second, phase+" likes", func() bool { return flow.Sent() >= 150 })
 		flow.Stop()
-		if n := flow.failed.Load(); n > 0 {
+		if n := flow.Failed(); n > 0 {
 			t.Fatalf("%s: %d likes failed", phase, n)
 		}
 		crowd.WaitCount(t, 10*time.Second, countOf(t, writer.URL, post))

@@ -7,13 +7,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/likes/likes/pkg/browsertest"
 	"github.com/likes/likes/pkg/redistest"
 )
 
 // TestBrowserWatching opens the page in two browser contexts on two fanout nodes: each post's
 // "N watching" counts both, falls when one page navigates away and rises when it comes back.
 func TestBrowserWatching(t *testing.T) {
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	redis := redistest.Start(t)
 	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=*")
 	env := []string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + browserPosts, "WATCHING_INTERVAL=500ms"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/likes/likes/pkg/browsertest"
 	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/pkg/poll"
 )
 
 // crowd is the suite's viewers: opened through haproxy once the stack has four nodes, kept
@@ -189,8 +190,11 @@ func stepLike(t *testing.T, s *stack) {
 	// The page shows the like at once and sends it; the writers have it when the answer lands.
 	waitPage(t, ctx, `document.querySelector('li[data-post="2"] .like')?.getAttribute("aria-busy") !== "true"`, "the page's like request to finish")
 	var stored int64
-	clienttest.Await(t, 10*time.Second, func() bool { stored = s.storedCount("2"); return stored == 1 }, func() string {
-		return fmt.Sprintf("the writers to store the page's like of post 2 (they store %d; the page posts through haproxy's likes port)", stored)
+	poll.Check(t, 10*time.Second, func() error {
+		if stored = s.storedCount("2"); stored == 1 {
+			return nil
+		}
+		return fmt.Errorf("the writers to store the page's like of post 2 (they store %d; the page posts through haproxy's likes port)", stored)
 	})
 }
 
@@ -283,11 +287,11 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 	crashed := time.Now()
 	want = s.like(c.post, "after-crash")
 	took = c.awaitCount(t, want, crashed, 5*time.Second, "crash of "+victim.name)
-	clienttest.Await(t, 60*time.Second, func() bool {
-		st := s.inspect(victim.name)
-		return st.Restarts > before && st.Running && st.Health == "healthy"
-	}, func() string {
-		return fmt.Sprintf("the engine to restart the crashed %s and its health check to pass (restarts were %d; now %+v)", victim.name, before, s.inspect(victim.name))
+	poll.Check(t, 60*time.Second, func() error {
+		if st := s.inspect(victim.name); st.Restarts > before && st.Running && st.Health == "healthy" {
+			return nil
+		}
+		return fmt.Errorf("the engine to restart the crashed %s and its health check to pass (restarts were %d; now %+v)", victim.name, before, s.inspect(victim.name))
 	})
 	s.awaitBackends(4, 30*time.Second)
 	got.add(t, "crash (kill -9 of the process) of a node holding %d viewers: all 20 on the new count in %v; the engine restarted it, UP in haproxy %v after the crash",
@@ -303,7 +307,7 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-flow", 20*time.Millisecond)
 	flowing := func(what string) {
 		sent := flow.Sent()
-		clienttest.WaitFor(t, 30*time.Second, func() bool { return flow.Sent() > sent+20 }, "likes to flow "+what)
+		poll.Until(t, 30*time.Second, "likes to flow "+what, func() bool { return flow.Sent() > sent+20 })
 	}
 	flowing("before the restart")
 	start := time.Now()
@@ -373,7 +377,7 @@ func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
 			held, took.Round(10*time.Millisecond), redisGrace, drainWindow, limit)
 		s.mustDocker("network", "connect", "--alias", "fanout-svc", network("redis"), victim.name)
 		back := time.Now()
-		clienttest.WaitFor(t, 30*time.Second, func() bool { return victim.metric("likes_fanout_redis_reachable") == 1 }, victim.name+" to reach Redis again")
+		poll.Until(t, 30*time.Second, victim.name+" to reach Redis again", func() bool { return victim.metric("likes_fanout_redis_reachable") == 1 })
 		s.awaitBackends(4, 30*time.Second)
 		got.add(t, "Redis reachable again: the node ready and UP in haproxy %v after the network returned", time.Since(back).Round(100*time.Millisecond))
 		// The node serves live updates again: a viewer on it directly sees the next like.
@@ -412,7 +416,7 @@ func stepScaleDown(t *testing.T, s *stack, c *crowd, got *figures) {
 	before := s.viewersPerNode()
 	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-down", 50*time.Millisecond)
 	sent := flow.Sent()
-	clienttest.WaitFor(t, 10*time.Second, func() bool { return flow.Sent() > sent+10 }, "likes to flow")
+	poll.Until(t, 10*time.Second, "likes to flow", func() bool { return flow.Sent() > sent+10 })
 	base := s.storedCount(c.post) - flow.Sent()
 	start := time.Now()
 	s.mustCompose(5*time.Minute, "up", "-d", "--wait", "--scale", "fanout-svc=2")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/pkg/poll"
 )
 
 // project is the suite's Compose project name: its own containers, networks and volume, never a
@@ -243,9 +244,8 @@ func (s *stack) describeNodes() string {
 // awaitHealthy waits until service has want running containers, all healthy.
 func (s *stack) awaitHealthy(service string, want int, timeout time.Duration) {
 	s.t.Helper()
-	var seen []string
-	clienttest.Await(s.t, timeout, func() bool {
-		seen = seen[:0]
+	poll.Check(s.t, timeout, func() error {
+		var seen []string
 		names := s.containers(service, false)
 		healthy := 0
 		for _, n := range names {
@@ -255,25 +255,28 @@ func (s *stack) awaitHealthy(service string, want int, timeout time.Duration) {
 				healthy++
 			}
 		}
-		return len(names) == want && healthy == want
-	}, func() string { return fmt.Sprintf("%d healthy %s containers (last seen: %v)", want, service, seen) })
+		if len(names) == want && healthy == want {
+			return nil
+		}
+		return fmt.Errorf("%d healthy %s containers (last seen: %v)", want, service, seen)
+	})
 }
 
 // awaitBackends waits until haproxy reports want fanout servers UP.
 func (s *stack) awaitBackends(want int, timeout time.Duration) {
 	s.t.Helper()
-	var servers []clienttest.HAProxyServer
-	clienttest.Await(s.t, timeout, func() bool {
-		servers, _ = clienttest.HAProxyServers(s.stats, "fanout-svc")
+	poll.Check(s.t, timeout, func() error {
+		servers, _ := clienttest.HAProxyServers(s.stats, "fanout-svc")
 		up := 0
 		for _, sv := range servers {
 			if sv.Status == "UP" {
 				up++
 			}
 		}
-		return up == want
-	}, func() string {
-		return fmt.Sprintf("haproxy to report %d fanout servers UP (last seen %v)", want, servers)
+		if up == want {
+			return nil
+		}
+		return fmt.Errorf("haproxy to report %d fanout servers UP (last seen %v)", want, servers)
 	})
 }
 

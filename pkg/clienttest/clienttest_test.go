@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
@@ -29,8 +30,8 @@ func TestViewerReconnectsWithLastEventID(t *testing.T) {
 			b = sse.AppendEvent(b, fmt.Appendf(nil, "%d", u.Count), sse.EventCount, u.AppendJSON(nil))
 		}
 		_, _ = w.Write(b)
-		if n >= 2 { // the second stream stays open until the viewer leaves
-			w.(http.Flusher).Flush()
+		w.(http.Flusher).Flush() // a stream is chunked, as fanout-svc sends it
+		if n >= 2 {              // the second stream stays open until the viewer leaves
 			<-r.Context().Done()
 		}
 	}))
@@ -67,7 +68,7 @@ func TestLikeFlowCountsAcknowledged(t *testing.T) {
 	}))
 	defer srv.Close()
 	f := StartLikeFlow(t, srv.URL, "p", "u", time.Millisecond)
-	WaitFor(t, 5*time.Second, func() bool { return f.Sent() >= 10 }, "ten acknowledged likes")
+	poll.Until(t, 5*time.Second, "ten acknowledged likes", func() bool { return f.Sent() >= 10 })
 	f.Stop()
 	mu.Lock()
 	defer mu.Unlock()

@@ -2,32 +2,35 @@ package clienttest
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
+	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
 )
 
 // Viewer is an SSE client that behaves like a browser's EventSource: it reconnects after the
 // server's retry delay, sends Last-Event-ID, and remembers the newest count of every post. It also
-// records any update that went backwards (an older version after a newer one).
+// records any update that went backwards (an older version after a newer one), and the newest
+// watching number of every post.
 type Viewer struct {
 	url string
 
 	mu         sync.Mutex
 	counts     map[string]int64
 	versions   map[string]int64
+	watching   map[string]int64
+	watchingID int // watching events that carried an id (there must be none)
 	events     int
 	backwards  int
 	connects   int
 	lastID     string
 	retry      time.Duration
 	connected  bool
-	lastStatus int
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -35,7 +38,8 @@ type Viewer struct {
 
 // Watch connects a viewer to url (a fanout /sse URL) and keeps it connected until the test ends.
 func Watch(t testing.TB, url string) *Viewer {
-	v := &Viewer{url: url, counts: map[string]int64{}, versions: map[string]int64{}, retry: time.Second, done: make(chan struct{})}
+	v := &Viewer{url: url, counts: map[string]int64{}, versions: map[string]int64{}, watching: map[string]int64{},
+		retry: time.Second, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	go v.loop(ctx) // exits when Close cancels ctx
@@ -65,41 +69,26 @@ func (v *Viewer) loop(ctx context.Context) {
 }
 
 func (v *Viewer) session(ctx context.Context) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.url, nil)
+	req, err := sseclient.URLRequest(v.url)
 	if err != nil {
 		return
 	}
 	v.mu.Lock()
-	if v.lastID != "" {
-		req.Header.Set("Last-Event-ID", v.lastID)
-	}
+	req.LastEventID = v.lastID
 	v.mu.Unlock()
-	resp, err := http.DefaultClient.Do(req)
+	c, err := sseclient.Dial(ctx, req)
 	if err != nil {
 		return
 	}
-	defer resp.Body.Close()
-	v.mu.Lock()
-	v.lastStatus = resp.StatusCode
-	if resp.StatusCode == http.StatusOK {
-		v.connected = true
-		v.connects++
-	}
-	v.mu.Unlock()
-	if resp.StatusCode != http.StatusOK {
+	defer c.Close()
+	if err := c.Head(ctx); err != nil {
 		return
 	}
-	var dec sse.Decoder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && dec.Feed(buf[:n], v.handle) != nil {
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
+	v.mu.Lock()
+	v.connected = true
+	v.connects++
+	v.mu.Unlock()
+	_ = c.Run(ctx, v.handle)
 }
 
 func (v *Viewer) handle(e *sse.Event) {
@@ -110,6 +99,15 @@ func (v *Viewer) handle(e *sse.Event) {
 	}
 	if e.HasID {
 		v.lastID = string(e.ID)
+	}
+	if string(e.Event) == sse.EventWatching {
+		if w, err := update.ParseWatching(e.Data); err == nil {
+			v.watching[w.PostID] = w.Watching
+		}
+		if e.HasID {
+			v.watchingID++
+		}
+		return
 	}
 	if string(e.Event) != sse.EventCount {
 		return
@@ -135,6 +133,22 @@ func (v *Viewer) Count(post string) (int64, bool) {
 	return c, ok
 }
 
+// Watching returns the newest watching number seen for post and whether any was seen.
+func (v *Viewer) Watching(post string) (int64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n, ok := v.watching[post]
+	return n, ok
+}
+
+// LastID returns the id a reconnect would send as Last-Event-ID, and how many watching events
+// carried an id.
+func (v *Viewer) LastID() (id string, watchingWithID int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lastID, v.watchingID
+}
+
 // Stats returns events received, updates that went backwards, and successful connects.
 func (v *Viewer) Stats() (events, backwards, connects int) {
 	v.mu.Lock()
@@ -152,12 +166,12 @@ func (v *Viewer) Connected() bool {
 // WaitCount waits until every viewer shows want for post.
 func WaitCount(t testing.TB, timeout time.Duration, post string, want int64, viewers ...*Viewer) {
 	t.Helper()
-	WaitFor(t, timeout, func() bool {
+	poll.Until(t, timeout, "viewers of post "+post+" to show "+strconv.FormatInt(want, 10), func() bool {
 		for _, v := range viewers {
 			if c, ok := v.Count(post); !ok || c != want {
 				return false
 			}
 		}
 		return true
-	}, "viewers of post "+post+" to show "+strconv.FormatInt(want, 10))
+	})
 }
