@@ -110,6 +110,7 @@ func TestComposeStack(t *testing.T) {
 		t.Fatalf("the docker CLI %s has no Compose v2 plugin: run `make images-offline` (it builds one when missing): %v", engine.docker, err)
 	}
 	s := newStack(t)
+	parent := t
 	var got figures
 	defer func() {
 		fmt.Fprintf(os.Stderr, "dockertest figures:\n  %s\n", strings.Join(got, "\n  "))
@@ -130,7 +131,13 @@ func TestComposeStack(t *testing.T) {
 	}
 	for _, st := range steps {
 		start := time.Now()
-		ok := t.Run(st.name, st.run)
+		ok := t.Run(st.name, func(t *testing.T) {
+			// The stack's helpers fail the step that calls them, never the parent test from a
+			// subtest's goroutine (which testing reports as FailNow on a parent).
+			s.t = t
+			defer func() { s.t = parent }()
+			st.run(t)
+		})
 		got.add(t, "step %s: %v", st.name, time.Since(start).Round(100*time.Millisecond))
 		if !ok {
 			t.Fatalf("step %q failed; the later steps need the stack it leaves", st.name)

@@ -3,10 +3,13 @@ package dockertest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/pkg/freeport"
 	"github.com/likes/likes/pkg/poll"
 )
 
@@ -42,6 +46,10 @@ const (
 // baseImageVars are the Compose variables that select base images.
 var baseImageVars = []string{"REDIS_IMAGE", "HAPROXY_IMAGE", "GO_IMAGE", "STATIC_IMAGE"}
 
+// defaultRedisImage is docker-compose.yml's default REDIS_IMAGE: whether the engine can pull it
+// tells whether a registry answers.
+const defaultRedisImage = "redis:7.4.6-alpine"
+
 // stack is the suite's Compose project on the engine.
 type stack struct {
 	t      *testing.T
@@ -56,7 +64,7 @@ type stack struct {
 // down with its volume when the test ends, also on failure.
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	likes, streams, monitor := freePort(t), freePort(t), freePort(t)
+	likes, streams, monitor := freeport.Port(t), freeport.Port(t), freeport.Port(t)
 	env := append(slices.Clone(suiteSettings), "COMPOSE_PROJECT_NAME="+project,
 		"LIKES_PORT="+strconv.Itoa(likes), "STREAMS_PORT="+strconv.Itoa(streams), "MONITOR_PORT="+strconv.Itoa(monitor))
 	env = append(env, imageSettings(t)...)
@@ -96,6 +104,17 @@ func imageSettings(t *testing.T) []string {
 	}
 	path := filepath.Join(repoRoot, ".run", "offline", "images.env")
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && !registryAnswers() {
+		// No registry and no stand-ins yet: build them, as `make images-offline` would, rather
+		// than fail on the first pull (.ci/run builds them before `make test`).
+		fmt.Fprintf(os.Stderr, "dockertest: no registry answers and no %s: running scripts/images-offline.sh\n", path)
+		cmd := exec.Command(filepath.Join(repoRoot, "scripts", "images-offline.sh"))
+		cmd.Dir, cmd.Stdout, cmd.Stderr = repoRoot, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("no registry answers and scripts/images-offline.sh failed: %v", err)
+		}
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		t.Logf("no %s and no %v set: using the public base images", path, baseImageVars)
 		return nil
@@ -109,6 +128,18 @@ func imageSettings(t *testing.T) []string {
 	}
 	t.Logf("base images from %s: %v", path, set)
 	return set
+}
+
+// registryAnswers reports whether the engine can pull the compose file's default Redis image
+// (already present counts as answering).
+func registryAnswers() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := docker(ctx, nil, "image", "inspect", defaultRedisImage); err == nil {
+		return true
+	}
+	_, err := docker(ctx, nil, "pull", defaultRedisImage)
+	return err == nil
 }
 
 // compose runs `docker compose` on docker-compose.yml with the suite's settings.
@@ -305,13 +336,14 @@ func (s *stack) like(post, user string) int64 {
 	return r.Count
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// TestDefaultRedisImageIsTheComposeDefault keeps defaultRedisImage, by which the suite tells
+// whether a registry answers, equal to the image docker-compose.yml runs by default.
+func TestDefaultRedisImageIsTheComposeDefault(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	if want := "${REDIS_IMAGE:-" + defaultRedisImage + "}"; !strings.Contains(string(b), want) {
+		t.Errorf("docker-compose.yml has no %q; keep defaultRedisImage equal to its REDIS_IMAGE default", want)
+	}
 }

@@ -123,16 +123,24 @@ func TestBlockedViewerGetsTheNewestWatchingNumber(t *testing.T) {
 		h.Publish(upd("w", i))
 		poll.Until(t, 10*time.Second, "sentinel at the count", func() bool { u, _ := sentinel.last("w"); return u.Count == i })
 	}
-	for n := int64(1); n <= 200; n++ {
+	// How many numbers slip through while the kernel settles the stalled socket's buffers depends
+	// on the kernel; a queue would deliver every one of the 2,000, a latest-value slot the newest
+	// and at most the few the kernel let through.
+	const numbers = 2000
+	for n := int64(1); n <= numbers; n++ {
 		h.PublishWatching(watch("w", n, 10*n))
 	}
-	poll.Until(t, 10*time.Second, "sentinel at the newest number", func() bool { return sentinel.lastWatching("w") == 200 })
+	poll.Until(t, 10*time.Second, "sentinel at the newest number", func() bool { return sentinel.lastWatching("w") == numbers })
 	r := startReader(t, stalled)
-	poll.Until(t, 10*time.Second, "newest number after draining", func() bool { return r.lastWatching("w") == 200 })
-	// The kernel may move a few bytes on to the receiver meanwhile, letting a number through
-	// before the socket fills again; a queue would deliver all 200.
-	if got, _ := r.watching("w"); len(got) > 5 {
-		t.Errorf("a viewer blocked for 200 numbers got %d watching events; want the newest and at most a few others", len(got))
+	poll.Until(t, 10*time.Second, "newest number after draining", func() bool { return r.lastWatching("w") == numbers })
+	got, _ := r.watching("w")
+	if len(got) > numbers/10 {
+		t.Errorf("a viewer blocked for %d numbers got %d watching events; want the newest and a few others", numbers, len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Watching <= got[i-1].Watching {
+			t.Fatalf("watching events %d and %d: %d then %d; want only newer numbers", i-1, i, got[i-1].Watching, got[i].Watching)
+		}
 	}
 }
 
