@@ -42,12 +42,7 @@ test: vet lint
 	$(MAKE) fuzz
 
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
-	  done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 run: build
 	./scripts/run.sh
