@@ -1,12 +1,8 @@
 package hub
 
 import (
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
-
-	"github.com/likes/likes/fanout-svc/internal/epoll"
-	"github.com/likes/likes/pkg/sse"
 )
 
 // Shed closes the viewers the hub holds now, spread evenly over window, each after a short
@@ -77,11 +73,7 @@ func (s *shard) shedStep() {
 		if v.doomed || s.viewers[v.fd] != v {
 			continue
 		}
-		if !v.blocked() {
-			var b [32]byte
-			_, _ = epoll.Write(v.fd, sse.AppendRetry(b[:0], 250+rand.Int64N(1000)))
-		}
-		s.doom(v)
+		s.sendAway(v)
 	}
 	if d.done == len(d.list) {
 		d.list, d.done = d.list[:0], 0

@@ -70,13 +70,19 @@ func (s *shard) drainStep() {
 		if v.doomed {
 			continue
 		}
-		if !v.blocked() {
-			var b [32]byte
-			_, _ = epoll.Write(v.fd, sse.AppendRetry(b[:0], 250+rand.Int64N(1000)))
-		}
-		s.doom(v)
+		s.sendAway(v)
 		closed++
 	}
+}
+
+// sendAway closes v after a short jittered retry hint (when its socket can take one), so that a
+// drained or shed viewer reconnects elsewhere soon but not at the same moment as the others.
+func (s *shard) sendAway(v *viewer) {
+	if !v.blocked() {
+		var b [32]byte
+		_, _ = epoll.Write(v.fd, sse.AppendRetry(b[:0], 250+rand.Int64N(1000)))
+	}
+	s.doom(v)
 }
 
 // timeoutMs is how long the loop may sleep in epoll_wait before a timer is due.
