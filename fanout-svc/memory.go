@@ -55,26 +55,65 @@ func cgroupMemoryLimit() int64 {
 	return 0
 }
 
-// releaseIdleMemory gives heap that the node no longer uses back to the OS, checking every
-// interval until ctx is done. A node's live heap is small and steady (viewer structs), but a
-// burst of connects (a ramp, a reconnect storm) leaves megabytes of freed request buffers that the
-// runtime's background scavenger returns only slowly; resident memory per viewer is what limits a
-// node, so the node returns them once the free part is both large and a real share of the heap.
-// The cost is one forced collection, only after such a burst.
-func releaseIdleMemory(ctx context.Context, interval time.Duration) {
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	t := time.NewTicker(interval)
+// releaseIdleMemory gives heap that the node no longer uses back to the OS until ctx is done. A
+// node's live heap is small and steady (viewer structs), but a burst of connects (a ramp, a
+// reconnect storm) leaves megabytes of freed request buffers that the runtime's background
+// scavenger returns only slowly; resident memory per viewer is what limits a node, so the node
+// returns them one check after the burst is over (releasePolicy). The cost is one forced
+// collection per burst, and under endless churn at most one per releaseEvery.
+func releaseIdleMemory(ctx context.Context, viewers func() int64) {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/free:bytes"},    // free spans still resident
+		{Name: "/memory/classes/heap/objects:bytes"}, // live objects and garbage not yet collected
+		{Name: "/gc/heap/live:bytes"},                // live at the last collection
+	}
+	policy := releasePolicy{viewers: viewers(), released: time.Now()}
+	t := time.NewTicker(releaseCheck)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		metrics.Read(samples)
-		free, live := samples[0].Value.Uint64(), samples[1].Value.Uint64()
-		if free > 8<<20 && free > live/4 {
-			debug.FreeOSMemory()
+		case now := <-t.C:
+			metrics.Read(samples)
+			free, objects, live := samples[0].Value.Uint64(), samples[1].Value.Uint64(), samples[2].Value.Uint64()
+			// A burst's garbage is reclaimable before any collection has found it.
+			if policy.due(now, viewers(), free+objects-min(objects, live), live) {
+				debug.FreeOSMemory()
+			}
 		}
 	}
+}
+
+const (
+	// releaseCheck is how often the node looks at its viewers and its free heap: a burst's
+	// memory goes back about this long after the burst ends.
+	releaseCheck = time.Second
+	// releaseEvery bounds the forced collections when viewers never stop arriving or leaving.
+	releaseEvery = 10 * time.Second
+)
+
+// releasePolicy decides, one check at a time, when reclaimable heap (free, or garbage) is worth
+// returning: when there is enough of it (over 8 MiB and over a quarter of the live heap) and either the viewer count has
+// just settled after changing (a connect burst or a mass disconnect is over, so its garbage is
+// all there) or releaseEvery has passed since the last release. A steady node (no viewer
+// changes) is left to the runtime's own scavenger between those periodic checks.
+type releasePolicy struct {
+	viewers  int64     // at the previous check
+	changed  bool      // the viewer count changed since the last release
+	released time.Time // the last release, or the start
+}
+
+func (p *releasePolicy) due(now time.Time, viewers int64, reclaimable, live uint64) bool {
+	moving := viewers != p.viewers
+	p.viewers = viewers
+	if moving {
+		p.changed = true
+	}
+	settled := p.changed && !moving
+	if reclaimable <= 8<<20 || reclaimable <= live/4 || !(settled || now.Sub(p.released) >= releaseEvery) {
+		return false
+	}
+	p.changed, p.released = false, now
+	return true
 }

@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}()
 	go func() { // exits when stopRelay is called
 		defer wg.Done()
-		releaseIdleMemory(relayCtx, 10*time.Second)
+		releaseIdleMemory(relayCtx, h.Admitted)
 	}()
 	go func() { // exits when stopRelay is called, after the hub is closed
 		defer wg.Done()
