@@ -77,6 +77,7 @@ out=$(taskset -c "$WRK_CPUS" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency
 r1=$(redis_cpu) c1=$(evalsha_calls) w1=$(writer_ticks) u1=$(info commandstats | awk -F'[:=,]' '$1=="cmdstat_evalsha"{print $5}')
 echo "$out" >"$BENCH_DIR/wrk.txt"
 info commandstats >"$BENCH_DIR/commandstats.txt"
+curl -fsS "$url/metrics" >"$BENCH_DIR/metrics.txt" 2>/dev/null || true # batch sizes, among others
 sleep 1 # let the likes in flight when wrk stopped finish before reading the count
 stored=$(rcli get "likes:{$POST}:count")
 stored=${stored:-0}

@@ -18,9 +18,12 @@ var ErrClosed = errors.New("like coalescer closed")
 
 // BatchOptions tune a Coalescer.
 type BatchOptions struct {
-	// Window is how long a batch that formed behind a call in flight may wait for more changes
-	// once that call returns, counted from its oldest change; 0 sends it as soon as the call
-	// returns. A change that finds its post quiet (no call in flight) never waits.
+	// Window is how long a post's next batch may wait for more changes once its call in flight
+	// returns, counted from that return or from the batch's oldest change if older; 0 sends it as
+	// soon as the call returns. A post is quiet when no call of it is in flight and none returned
+	// within the window; a change that finds its post quiet never waits. The window keeps a busy
+	// post busy between calls: without it, clients that answer in step (a closed loop) drain the
+	// queue and each wave's first like goes alone.
 	Window time.Duration
 	// Size is the most changes in one script call, 1 to MaxBatch.
 	Size int
@@ -172,8 +175,8 @@ func (c *Coalescer) enqueue(post string, p *pending) error {
 }
 
 // flush sends post's batches one call at a time until its queue is empty. The first batch is the
-// change that found the post quiet, sent at once; a batch that formed while a call was in flight
-// may linger up to the window once that call returns.
+// change that found the post quiet, sent at once; each later one may gather for up to the window
+// once the call before it returns.
 func (c *Coalescer) flush(s *postShard, post string, q *postQueue) {
 	defer c.wg.Done()
 	var returned time.Time // when the last call returned; zero before the first
@@ -188,13 +191,17 @@ func (c *Coalescer) flush(s *postShard, post string, q *postQueue) {
 
 // next takes the next batch off q, or removes q and returns nil when nothing is left to send.
 // Changes whose requests already gave up (answered 503) are dropped instead of sent. With a
-// window, a batch whose oldest change arrived before the last call returned (behind it) waits
-// to fill; one whose changes all arrived after found the post quiet and goes at once.
+// window, after a call the post stays busy: the next batch gathers until the window has passed
+// since the call returned (or since its oldest change, if that is older), unless it fills first.
 func (c *Coalescer) next(s *postShard, post string, q *postQueue, returned time.Time) []*pending {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.o.Window > 0 && len(q.waiting) > 0 && len(q.waiting) < c.o.Size && q.waiting[0].at.Before(returned) {
-		if wait := c.o.Window - time.Since(q.waiting[0].at); wait > 0 {
+	if c.o.Window > 0 && !returned.IsZero() && len(q.waiting) < c.o.Size {
+		from := returned
+		if len(q.waiting) > 0 && q.waiting[0].at.Before(from) {
+			from = q.waiting[0].at
+		}
+		if wait := c.o.Window - time.Since(from); wait > 0 {
 			s.mu.Unlock()
 			c.linger(wait, q.full)
 			s.mu.Lock()
@@ -239,7 +246,7 @@ func (c *Coalescer) linger(d time.Duration, full <-chan struct{}) {
 }
 
 // send runs one batch and answers each of its changes, and returns when the call returned (with
-// a window), before any answer: a change queued after that arrived at a quiet post. A failed call
+// a window), before any answer: the window after a call counts from there. A failed call
 // fails every change in it: the script is atomic, so either all of them were stored or none.
 func (c *Coalescer) send(post string, batch []*pending) (returned time.Time) {
 	changes := make([]Change, len(batch))

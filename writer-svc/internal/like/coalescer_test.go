@@ -3,6 +3,7 @@ package like
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,19 +149,36 @@ func TestApplyLargestBatch(t *testing.T) {
 	}
 }
 
-// TestQuietPostNeverWaits: with a window of an hour, a like of a quiet post is sent at once, and
-// so is each of the next ones sent one at a time, even one that arrives after the previous call
-// returned but before its flusher has finished.
+// TestQuietPostNeverWaits: with a window of an hour, the like of a quiet post is sent at once;
+// a post that was just liked stays busy for the window, so a like right behind waits to go with
+// others (until Close here); and one window after its last call a post is quiet again.
 func TestQuietPostNeverWaits(t *testing.T) {
-	c, _, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 10})
+	c, srv, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 10})
 	for i := range 50 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := c.Like(ctx, "quiet", "u"+strconv.Itoa(i))
+		res, err := c.Like(ctx, "quiet"+strconv.Itoa(i), "u")
 		cancel()
-		if err != nil || res != (Result{int64(i + 1), true}) {
-			t.Fatalf("like %d: %+v, %v; want count %d at once, not after the window", i, res, err, i+1)
+		if err != nil || res != (Result{1, true}) {
+			t.Fatalf("like of quiet post %d: %+v, %v; want count 1 at once, not after the window", i, res, err)
 		}
 	}
+	calls := scriptCalls(t, srv)
+	behind := make(chan error, 1)
+	go func() { _, err := c.Like(context.Background(), "quiet0", "right-behind"); behind <- err }()
+	poll.Until(t, 10*time.Second, "the like right behind queued", func() bool { return c.waiting("quiet0") == 1 })
+	if n := scriptCalls(t, srv); n != calls {
+		t.Fatalf("the like right behind was sent within the window (%d calls, want %d)", n, calls)
+	}
+	c.Close()
+	if err := <-behind; err != nil {
+		t.Fatalf("like right behind, at Close: %v", err)
+	}
+
+	short, _, _ := newCoalescer(t, BatchOptions{Window: 20 * time.Millisecond, Size: 10})
+	if _, err := short.Like(context.Background(), "p", "u"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the post quiet again after the window", func() bool { return !short.busy("p") })
 }
 
 // TestCloseSendsLingeringBatches: a batch waiting out a long window when Close is called is
@@ -359,6 +377,15 @@ func newCoalescer(t *testing.T, o BatchOptions) (*Coalescer, *redistest.Server, 
 }
 
 // waiting returns how many changes of post are queued behind its call in flight.
+// busy reports whether post has a flusher: a call in flight, changes queued, or the window after
+// its last call still open.
+func (c *Coalescer) busy(post string) bool {
+	s := &c.shards[maphash.String(c.seed, post)%shardCount]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.posts[post] != nil
+}
+
 func (c *Coalescer) waiting(post string) int {
 	for i := range c.shards {
 		s := &c.shards[i]
