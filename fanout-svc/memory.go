@@ -111,7 +111,8 @@ func (p *releasePolicy) due(now time.Time, viewers int64, reclaimable, live uint
 		p.changed = true
 	}
 	settled := p.changed && !moving
-	if reclaimable <= 8<<20 || reclaimable <= live/4 || !(settled || now.Sub(p.released) >= releaseEvery) {
+	worth := reclaimable > 8<<20 && reclaimable > live/4
+	if !worth || (!settled && now.Sub(p.released) < releaseEvery) {
 		return false
 	}
 	p.changed, p.released = false, now
