@@ -94,10 +94,11 @@ const (
 )
 
 // releasePolicy decides, one check at a time, when reclaimable heap (free, or garbage) is worth
-// returning: when there is enough of it (over 8 MiB and over a quarter of the live heap) and either the viewer count has
-// just settled after changing (a connect burst or a mass disconnect is over, so its garbage is
-// all there) or releaseEvery has passed since the last release. A steady node (no viewer
-// changes) is left to the runtime's own scavenger between those periodic checks.
+// returning: when there is enough of it (over 8 MiB and over a quarter of the live heap) and
+// either the viewer count has just settled after changing (a connect burst or a mass disconnect
+// is over, so its garbage is all there) or releaseEvery has passed since the last release. A
+// steady node (no viewer changes) is left to the runtime's own scavenger between those periodic
+// checks.
 type releasePolicy struct {
 	viewers  int64     // at the previous check
 	changed  bool      // the viewer count changed since the last release

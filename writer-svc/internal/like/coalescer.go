@@ -36,7 +36,8 @@ type BatchOptions struct {
 
 // Coalescer turns the likes and unlikes of each post into as few script calls as it can, by
 // group commit: a change that finds its post quiet is sent at once, alone; changes that arrive
-// while a call for their post is in flight wait, in order, and go together in the next call.
+// while a call for their post is in flight (or within the window after it, see
+// BatchOptions.Window) wait, in order, and go together in the next call.
 // Batches form only when a post is busy, so they cost a quiet post nothing, and grow with load,
 // which is what lets one Redis shard absorb a viral post. Each change still gets its own result,
 // exactly as if it had run alone at its place in the batch.

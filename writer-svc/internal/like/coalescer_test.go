@@ -376,7 +376,6 @@ func newCoalescer(t *testing.T, o BatchOptions) (*Coalescer, *redistest.Server, 
 	return c, srv, m
 }
 
-// waiting returns how many changes of post are queued behind its call in flight.
 // busy reports whether post has a flusher: a call in flight, changes queued, or the window after
 // its last call still open.
 func (c *Coalescer) busy(post string) bool {
@@ -386,6 +385,7 @@ func (c *Coalescer) busy(post string) bool {
 	return s.posts[post] != nil
 }
 
+// waiting returns how many changes of post are queued behind its call in flight.
 func (c *Coalescer) waiting(post string) int {
 	for i := range c.shards {
 		s := &c.shards[i]
