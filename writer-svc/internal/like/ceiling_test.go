@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -71,8 +72,19 @@ func benchStore(b *testing.B) (*Store, *redis.Client) {
 
 // measureLikes runs store from callers goroutines until b.N calls, each storing the likes of
 // the fresh users it takes from newUser and returning how many, and reports Redis CPU per like.
+// LIKES_BENCH_PAUSE (a duration) makes each caller wait that long after each call, so that Redis
+// idles between calls as it does behind a writer whose clients are slower than it: the same
+// calls, on a core that sleeps between them.
 func measureLikes(b *testing.B, rdb *redis.Client, callers int, store func(newUser func() string) (int, error)) {
 	b.Helper()
+	var pause time.Duration
+	if v := os.Getenv("LIKES_BENCH_PAUSE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("LIKES_BENCH_PAUSE: %v", err)
+		}
+		pause = d
+	}
 	var seq, likes atomic.Int64
 	newUser := func() string { return "u" + strconv.FormatInt(seq.Add(1), 36) }
 	b.SetParallelism(callers)
@@ -86,6 +98,9 @@ func measureLikes(b *testing.B, rdb *redis.Client, callers int, store func(newUs
 				return
 			}
 			likes.Add(int64(n))
+			if pause > 0 {
+				time.Sleep(pause)
+			}
 		}
 	})
 	b.StopTimer()
