@@ -15,7 +15,7 @@ import (
 )
 
 // TestNeverReadingViewersCostNothing puts 1,000 viewers that never read (raw connections with a
-// tiny receive buffer that send the request and stop) among 10,000 normal ones. The normal
+// tiny receive buffer that send the request and stop) among 2,000 normal ones. The normal
 // viewers' p99 delivery latency (receipt minus the update's ts) must stay within 1.2x of the same
 // run without them, and the node's resident memory must stay bounded: a stalled viewer costs at
 // most one pending write, never a queue.
@@ -23,6 +23,12 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("11,000 viewers; not in -short")
 	}
+	// A node with headroom, so that latency measures the engine rather than a queue: at 10,000
+	// viewers and 25 updates/s this 2-core machine's node is saturated, and p99 moved by 20-37%
+	// between two runs without stalled viewers, more than the 1.2x being judged. With 2,000 at
+	// 10 updates/s the two runs without them agreed within 10%, and the stalled viewers are a
+	// third of the node's viewers instead of a tenth.
+	const normal, likeEvery, likesPerPhase = 2000, 100 * time.Millisecond, 100
 	rds := redistest.Start(t)
 	writer := StartWriter(t, rds.URL)
 	node := StartFanoutNoRace(t, rds.URL)
@@ -30,13 +36,13 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	// stalled viewers' sockets.
 	post := "stalled-" + strings.Repeat("x", 56)
 	likeMany(t, writer.URL, post, "seed", 1, 1)
-	crowd := StartCrowd(t, []string{node.Addr}, post, 10_000, 2*time.Minute)
+	crowd := StartCrowd(t, []string{node.Addr}, post, normal, 2*time.Minute)
 	crowd.WaitCount(t, 20*time.Second, 1)
 
 	measure := func(phase, users string) time.Duration {
 		crowd.Measure(t, true)
-		flow := clienttest.StartLikeFlow(t, writer.URL, post, users, 40*time.Millisecond)
-		poll.Until(t, 30*time.Second, phase+" likes", func() bool { return flow.Sent() >= 150 })
+		flow := clienttest.StartLikeFlow(t, writer.URL, post, users, likeEvery)
+		poll.Until(t, 30*time.Second, phase+" likes", func() bool { return flow.Sent() >= likesPerPhase })
 		flow.Stop()
 		if n := flow.Failed(); n > 0 {
 			t.Fatalf("%s: %d likes failed", phase, n)
@@ -46,7 +52,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 		s := crowd.Status(t)
 		p99 := time.Duration(s.P99us) * time.Microsecond
 		t.Logf("%s: %d events, p50 %dµs p99 %dµs p99.9 %dµs", phase, s.Samples, s.P50us, s.P99us, s.P999us)
-		if s.Samples < 10*10_000 {
+		if s.Samples < 10*normal {
 			t.Fatalf("%s: %d latency samples; want at least 10 per viewer", phase, s.Samples)
 		}
 		return p99
@@ -63,7 +69,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 		fillers[i] = fmt.Sprintf("filler-%02d-%s", i, strings.Repeat("x", 54))
 	}
 	stalled := openNeverReading(t, node.Addr, "/sse?posts="+post+","+strings.Join(fillers, ","), 1000)
-	poll.Until(t, 20*time.Second, "11,000 viewers on the node", func() bool { return node.Metric(t, "likes_fanout_viewers") == 11_000 })
+	poll.Until(t, 20*time.Second, "the stalled viewers on the node", func() bool { return node.Metric(t, "likes_fanout_viewers") == normal+1000 })
 	conflated := node.Metric(t, "likes_fanout_events_conflated_total")
 	// Fill the stalled viewers' sockets first, so the measured run is the steady state in which
 	// their frames are conflated, not written: like until the node reports conflation.
@@ -81,15 +87,15 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	if got := node.Metric(t, "likes_fanout_events_conflated_total"); got <= conflated {
 		t.Errorf("conflated events: got %v; want more than %v (the stalled viewers' sockets never filled)", got, conflated)
 	}
-	if got := node.Metric(t, "likes_fanout_viewers"); got != 11_000 {
-		t.Errorf("viewers: got %v; want 11000 (stalled viewers are kept until STALL_TIMEOUT)", got)
+	if got := node.Metric(t, "likes_fanout_viewers"); got != normal+1000 {
+		t.Errorf("viewers: got %v; want %d (stalled viewers are kept until STALL_TIMEOUT)", got, normal+1000)
 	}
 
 	// The baseline again without them, so that drift in the machine's load cancels out.
 	for _, c := range stalled {
 		_ = c.Close()
 	}
-	poll.Until(t, 20*time.Second, "the stalled viewers to go", func() bool { return node.Metric(t, "likes_fanout_viewers") == 10_000 })
+	poll.Until(t, 20*time.Second, "the stalled viewers to go", func() bool { return node.Metric(t, "likes_fanout_viewers") == normal })
 	after := measure("baseline again", "again")
 	baseline := (before + after) / 2
 	if limit := baseline * 12 / 10; withStalled > limit {

@@ -60,14 +60,15 @@ func cgroupMemoryLimit() int64 {
 // reconnect storm) leaves megabytes of freed request buffers that the runtime's background
 // scavenger returns only slowly; resident memory per viewer is what limits a node, so the node
 // returns them one check after the burst is over (releasePolicy). The cost is one forced
-// collection per burst, and under endless churn at most one per releaseEvery.
+// collection per burst, and otherwise at most one per releaseEvery.
 func releaseIdleMemory(ctx context.Context, viewers func() int64) {
 	samples := []metrics.Sample{
 		{Name: "/memory/classes/heap/free:bytes"},    // free spans still resident
 		{Name: "/memory/classes/heap/objects:bytes"}, // live objects and garbage not yet collected
 		{Name: "/gc/heap/live:bytes"},                // live at the last collection
 	}
-	policy := releasePolicy{viewers: viewers(), released: time.Now()}
+	start := viewers()
+	policy := releasePolicy{viewers: start, lowest: start, released: time.Now()}
 	t := time.NewTicker(releaseCheck)
 	defer t.Stop()
 	for {
@@ -95,27 +96,31 @@ const (
 
 // releasePolicy decides, one check at a time, when reclaimable heap (free, or garbage) is worth
 // returning: when there is enough of it (over 8 MiB and over a quarter of the live heap) and
-// either the viewer count has just settled after changing (a connect burst or a mass disconnect
-// is over, so its garbage is all there) or releaseEvery has passed since the last release. A
-// steady node (no viewer changes) is left to the runtime's own scavenger between those periodic
-// checks.
+// either a connect burst has just settled or releaseEvery has passed since the last release. A
+// burst is the viewer count grown by at least burstViewers, and by a quarter, over its lowest
+// since the last release (a ramp, a reconnect storm after a restart); it has settled when the
+// count stopped moving for one check, so its garbage is all there. Smaller changes, departures
+// and churn are left to the periodic release: each forced collection takes CPU from a busy node's
+// writes, so it is spent where it buys back the memory of a crowd.
 type releasePolicy struct {
 	viewers  int64     // at the previous check
-	changed  bool      // the viewer count changed since the last release
+	lowest   int64     // the fewest viewers since the last release
 	released time.Time // the last release, or the start
 }
+
+// burstViewers is the least growth that counts as a connect burst.
+const burstViewers = 1000
 
 func (p *releasePolicy) due(now time.Time, viewers int64, reclaimable, live uint64) bool {
 	moving := viewers != p.viewers
 	p.viewers = viewers
-	if moving {
-		p.changed = true
-	}
-	settled := p.changed && !moving
+	p.lowest = min(p.lowest, viewers)
+	grown := viewers - p.lowest
+	burst := !moving && grown >= burstViewers && grown >= p.lowest/4
 	worth := reclaimable > 8<<20 && reclaimable > live/4
-	if !worth || (!settled && now.Sub(p.released) < releaseEvery) {
+	if !worth || (!burst && now.Sub(p.released) < releaseEvery) {
 		return false
 	}
-	p.changed, p.released = false, now
+	p.lowest, p.released = viewers, now
 	return true
 }

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// TestReleasePolicy walks the policy through a connect burst, a steady node and endless churn.
+// TestReleasePolicy walks the policy through a connect burst, a steady node, small changes,
+// departures and returns, and churn.
 func TestReleasePolicy(t *testing.T) {
 	const big, live = 64 << 20, 16 << 20 // reclaimable and live heap, bytes
 	start := time.Unix(1000, 0)
@@ -23,15 +24,21 @@ func TestReleasePolicy(t *testing.T) {
 		{"steady after the release", 4, 19000, big, false},
 		{"steady, before releaseEvery", 12, 19000, big, false},
 		{"steady, releaseEvery passed", 13, 19000, big, true},
-		{"a few viewers leave", 14, 18990, big, false},
-		{"settled, but too little to return", 15, 18990, 4 << 20, false},
-		{"settled, a quarter of live or less", 16, 18990, live / 4, false},
-		{"settled and enough since", 17, 18990, big, true},
-		{"churn", 18, 18000, big, false},
-		{"churn", 22, 19000, big, false},
-		{"churn, releaseEvery passed", 27, 18000, big, true},
+		{"a thousand more, under a quarter", 14, 20000, big, false},
+		{"settled: too small a burst", 15, 20000, big, false},
+		{"half leave", 16, 10000, big, false},
+		{"settled after leaving: not a burst", 17, 10000, big, false},
+		{"they come back", 18, 19000, big, false},
+		{"back: a burst over the lowest, but too little to return", 19, 19000, 4 << 20, false},
+		{"a quarter of live or less", 20, 19000, live / 4, false},
+		{"enough to return", 21, 19000, big, true},
+		{"churn", 22, 18000, big, false},
+		{"churn", 26, 19000, big, false},
+		{"churn, releaseEvery passed", 31, 18000, big, true},
+		{"five hundred arrive", 32, 18500, big, false},
+		{"settled: a burst needs a thousand", 33, 18500, big, false},
 	}
-	p := releasePolicy{viewers: 0, released: start}
+	p := releasePolicy{released: start}
 	for _, s := range steps {
 		if got := p.due(at(s.second), s.viewers, s.reclaimable, live); got != s.want {
 			t.Fatalf("second %d (%s): due = %v, want %v", s.second, s.name, got, s.want)
