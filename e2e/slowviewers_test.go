@@ -21,7 +21,7 @@ import (
 // most one pending write, never a queue.
 func TestNeverReadingViewersCostNothing(t *testing.T) {
 	if testing.Short() {
-		t.Skip("11,000 viewers; not in -short")
+		t.Skip("3,000 viewers; not in -short")
 	}
 	// A node with headroom, so that latency measures the engine rather than a queue: at 10,000
 	// viewers and 25 updates/s this 2-core machine's node is saturated, and p99 moved by 20-37%
