@@ -97,9 +97,10 @@ const (
 // releasePolicy decides, one check at a time, when reclaimable heap (free, or garbage) is worth
 // returning: when there is enough of it (over 8 MiB and over a quarter of the live heap) and
 // either a connect burst has just settled or releaseEvery has passed since the last release. A
-// burst is the viewer count grown by at least burstViewers, and by a quarter, over its lowest
-// since the last release (a ramp, a reconnect storm after a restart); it has settled when the
-// count stopped moving for one check, so its garbage is all there. Smaller changes, departures
+// burst is the viewer count at least doubled, and by at least burstViewers, over its lowest since
+// the last release (a ramp, a reconnect storm after a restart, a node taking over a failed
+// peer's viewers); it has settled when the count stopped moving for one check, so its garbage is
+// all there. Smaller changes, departures
 // and churn are left to the periodic release: each forced collection takes CPU from a busy node's
 // writes, so it is spent where it buys back the memory of a crowd.
 type releasePolicy struct {
@@ -116,7 +117,7 @@ func (p *releasePolicy) due(now time.Time, viewers int64, reclaimable, live uint
 	p.viewers = viewers
 	p.lowest = min(p.lowest, viewers)
 	grown := viewers - p.lowest
-	burst := !moving && grown >= burstViewers && grown >= p.lowest/4
+	burst := !moving && grown >= burstViewers && grown >= p.lowest
 	worth := reclaimable > 8<<20 && reclaimable > live/4
 	if !worth || (!burst && now.Sub(p.released) < releaseEvery) {
 		return false
