@@ -2,7 +2,6 @@ package deploytest
 
 import (
 	"bufio"
-	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,18 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/clienttest"
 	"github.com/likes/likes/pkg/freeport"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
-	"github.com/likes/likes/pkg/sse"
-	"github.com/likes/likes/pkg/sseclient"
-	"github.com/likes/likes/pkg/update"
 )
 
 // TestComposeTopologyBehindHAProxy runs what `docker compose up` runs, as processes: real Redis,
@@ -58,18 +53,13 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	lb.awaitUp(t, "writer-svc", 2)
 	lb.awaitUp(t, "fanout-svc", 2)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var viewersWG sync.WaitGroup
-	t.Cleanup(func() { cancel(); viewersWG.Wait() })
 	post := fmt.Sprintf("deploytest%d", time.Now().UnixNano())
-	var viewers []*viewer
+	var viewers []*clienttest.Viewer
 	open := func(n int) {
 		for range n {
-			v := &viewer{}
+			v := clienttest.Watch(t, lb.streams+"/sse/"+post)
 			viewers = append(viewers, v)
-			viewersWG.Add(1)
-			go func() { defer viewersWG.Done(); v.run(ctx, lb.streams+"/sse/"+post) }()
-			v.awaitConnected(t)
+			awaitConnected(t, v, post)
 		}
 	}
 	node := func(ip string) string { return "http://" + ip + ":" + fanoutPort }
@@ -80,7 +70,7 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 
 	// A like through the likes port reaches every viewer through the streams port.
 	like(t, lb.likes, post, "alice")
-	awaitAllCounts(t, viewers, 1)
+	clienttest.WaitCount(t, 10*time.Second, post, 1, viewers...)
 
 	// Scale up: a third replica appears in DNS and gets the next viewers (it has the fewest).
 	startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.6:"+fanoutPort)...)
@@ -97,7 +87,7 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	}
 	awaitViewersTotal(t, []string{node("127.0.0.5"), node("127.0.0.6")}, 15)
 	like(t, lb.likes, post, "bob")
-	awaitAllCounts(t, viewers, 2)
+	clienttest.WaitCount(t, 10*time.Second, post, 2, viewers...)
 }
 
 // balancer is a running haproxy: the base URLs of its three frontends.
@@ -224,65 +214,12 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// viewer is one SSE client that reconnects like a browser's EventSource, sending Last-Event-ID.
-type viewer struct {
-	count     atomic.Int64 // newest count seen; -1 before the first event
-	connected atomic.Bool
-	lastID    string
-}
-
-// run keeps a stream open to url until ctx ends.
-func (v *viewer) run(ctx context.Context, url string) {
-	v.count.Store(-1)
-	for ctx.Err() == nil {
-		v.stream(ctx, url)
-		select { // EventSource waits before it reconnects
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func (v *viewer) stream(ctx context.Context, url string) {
-	req, err := sseclient.URLRequest(url)
-	if err != nil {
-		return
-	}
-	req.LastEventID = v.lastID
-	c, err := sseclient.Dial(ctx, req)
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	if err := c.Head(ctx); err != nil {
-		return
-	}
-	v.connected.Store(true)
-	_ = c.Run(ctx, func(e *sse.Event) {
-		if e.HasID {
-			v.lastID = string(e.ID)
-		}
-		if u, err := update.Parse(e.Data); err == nil && string(e.Event) == "count" {
-			v.count.Store(u.Count)
-		}
-	})
-}
-
-func (v *viewer) awaitConnected(t *testing.T) {
+// awaitConnected waits until v's stream is open and has shown post's count.
+func awaitConnected(t *testing.T, v *clienttest.Viewer, post string) {
 	t.Helper()
-	poll.Until(t, 10*time.Second, "a viewer's stream to open", func() bool { return v.connected.Load() && v.count.Load() >= 0 })
-}
-
-// awaitAllCounts waits until every viewer shows count.
-func awaitAllCounts(t *testing.T, viewers []*viewer, count int64) {
-	t.Helper()
-	poll.Until(t, 10*time.Second, fmt.Sprintf("all %d viewers to show count %d", len(viewers), count), func() bool {
-		for _, v := range viewers {
-			if v.count.Load() != count {
-				return false
-			}
-		}
-		return true
+	poll.Until(t, 10*time.Second, "a viewer's stream to open", func() bool {
+		_, ok := v.Count(post)
+		return v.Connected() && ok
 	})
 }
 

@@ -13,13 +13,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/clienttest"
 	"github.com/likes/likes/pkg/freeport"
 )
 
@@ -137,16 +137,11 @@ func checkPrintedExamples(t *testing.T, banner string) {
 	if len(streams) != 2 {
 		t.Fatalf("banner has %d SSE examples for post 42; want one per fanout node:\n%s", len(streams), banner)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	var viewers []*viewer
+	var viewers []*clienttest.Viewer
 	for _, m := range streams {
-		v := &viewer{}
+		v := clienttest.Watch(t, m[1])
 		viewers = append(viewers, v)
-		wg.Add(1)
-		go func() { defer wg.Done(); v.run(ctx, m[1]) }() // ends with ctx
-		v.awaitConnected(t)
+		awaitConnected(t, v, "42")
 	}
 	wantReplies := []string{`"count":1,"liked":true`, `"count":1,"liked":false`, `"post_id":"43","count":1,"liked":true`, `"count":0,"liked":false`, `{"post_id":"42","count":0}`}
 	examples := curlExample.FindAllStringSubmatch(banner, -1)
@@ -161,7 +156,7 @@ func checkPrintedExamples(t *testing.T, banner string) {
 			t.Errorf("%s -> %s (%v); want it to contain %s", m[1], out, err, wantReplies[i])
 		}
 		if i == 0 {
-			awaitAllCounts(t, viewers, 1)
+			clienttest.WaitCount(t, 10*time.Second, "42", 1, viewers...)
 		}
 	}
 }
