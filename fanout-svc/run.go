@@ -27,6 +27,7 @@ import (
 	"github.com/likes/likes/pkg/logging"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/runtimelimits"
 	"github.com/likes/likes/pkg/serve"
 )
 
@@ -50,7 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer func() { _ = log.Sync() }()
 	raiseFileLimit(log)
-	tuneMemory(log)
+	runtimelimits.Apply(log)
 
 	client, err := redisconn.New(cfg.Redis)
 	if err != nil {

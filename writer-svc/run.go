@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/pkg/logging"
+	"github.com/likes/likes/pkg/runtimelimits"
 	"github.com/likes/likes/pkg/serve"
 )
 
@@ -32,6 +33,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	runtimelimits.Apply(log)
 
 	a, err := newApp(ctx, cfg, log)
 	if err != nil {
