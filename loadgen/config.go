@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/loadgen/internal/ramp"
+	"github.com/likes/likes/loadgen/internal/slo"
 	"github.com/likes/likes/pkg/envflag"
 )
 
@@ -31,7 +32,10 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		out                    outputs
 		fanout, conns, sources []string
 		maxConnectRate         float64
-		postPrefix             string
+		postPrefix, objective  string
+		untilBreak             bool
+		grow                   string
+		search                 ramp.Search
 	)
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	set := envflag.New("loadgen ramp", getenv, stderr)
@@ -42,7 +46,18 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	set.Int(&cfg.Posts, "posts", "LOADGEN_POSTS", 10, "posts; viewer i watches post i mod posts")
 	set.Int(&cfg.Feed, "feed", "LOADGEN_FEED", 0,
 		"posts each viewer follows on one /sse?posts= stream (a feed): post i mod posts and the next feed-1; 0 = one post per stream")
-	set.String(&cfg.Redis, "redis", "LOADGEN_REDIS", "", "redis-server host:port whose CPU (INFO cpu) each phase reports; empty = not read")
+	set.String(&cfg.Redis, "redis", "LOADGEN_REDIS", "",
+		"redis-server host:port (of a Cluster: any node) whose CPU per like and subscribers per post each phase reports; empty = not read")
+	set.String(&cfg.RedisPrefix, "redis-prefix", "LOADGEN_REDIS_PREFIX", "likes:", "the deployment's REDIS_PREFIX (names the posts' channels)")
+	set.String(&objective, "slo", "LOADGEN_SLO", slo.Default,
+		"service level objective every phase is judged by: p50/p99/p999 (delivery) and like_p99 <= a duration, delivery and converged >= a percentage, errors (likes failed or skipped, viewers failed, refused or dropped) = a count")
+	set.Bool(&untilBreak, "until-break", "LOADGEN_UNTIL_BREAK", false,
+		"grow the load from the first --conns and --rate until a step breaks --slo, narrow down, and report the last clean step as the capacity")
+	set.String(&grow, "grow", "LOADGEN_GROW", "conns", "with --until-break: what grows, conns (viewers at a fixed --rate) or rate (likes/s at fixed --conns)")
+	set.Float(&search.Factor, "grow-factor", "LOADGEN_GROW_FACTOR", 2, "with --until-break: load multiplier per step until the first break")
+	set.Float(&search.Precision, "precision", "LOADGEN_PRECISION", 0.1, "with --until-break: stop when the broken load is within this fraction above the clean one")
+	set.Int(&search.MaxSteps, "max-steps", "LOADGEN_MAX_STEPS", 12, "with --until-break: most steps")
+	set.Duration(&search.MaxTime, "max-time", "LOADGEN_MAX_TIME", 20*time.Minute, "with --until-break: no step starts that would end after this")
 	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
 	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
 	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")
@@ -72,6 +87,16 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		cfg.Conns = append(cfg.Conns, n)
 	}
 	var err error
+	if cfg.Objective, err = slo.Parse(objective); err != nil {
+		return cfg, out, err
+	}
+	if untilBreak {
+		if grow != "conns" && grow != "rate" {
+			return cfg, out, fmt.Errorf("--grow: %q is neither conns nor rate", grow)
+		}
+		search.GrowRate = grow == "rate"
+		cfg.Search = &search
+	}
 	if cfg.Sources, err = expandSources(sources); err != nil {
 		return cfg, out, err
 	}

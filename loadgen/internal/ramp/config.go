@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/likes/likes/loadgen/internal/slo"
 )
 
 // Config is a validated ramp.
@@ -13,7 +15,7 @@ type Config struct {
 	Conns           []int    // viewers per phase, increasing
 	Posts           int
 	Feed            int     // posts each viewer follows on one stream (0 or 1: single-post streams)
-	Redis           string  // redis host:port whose INFO cpu the phases report; "" = not read
+	Redis           string  // redis host:port (of a Cluster: any node) whose CPU and subscriptions the phases report; "" = not read
 	PostPrefix      string  // post ids are PostPrefix-0, PostPrefix-1, ...
 	UserPrefix      string  // user ids are UserPrefix<n>
 	Writers         int     // closed-loop writers (when Rate is 0)
@@ -27,6 +29,10 @@ type Config struct {
 	LikeTimeout     time.Duration
 	ConvergeTimeout time.Duration
 	MaxInflight     int // open loop: likes in flight at most
+	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
+	Objective   slo.Objective
+	Search      *Search  // --until-break; nil: one phase per Conns
+	RedisPrefix string  // key and channel prefix of the deployment (for PUBSUB NUMSUB)
 
 	// WorkerExe and WorkerArgs start one worker process (normally this binary, "worker").
 	WorkerExe  string
@@ -55,6 +61,9 @@ func (c *Config) Validate() error {
 		return errors.New("--feed must be 0-64 and at most --posts")
 	case c.PerWorker < 1:
 		return errors.New("viewers per worker must be at least 1")
+	}
+	if c.Search != nil {
+		return c.Search.validate(c)
 	}
 	prev := 0
 	for _, n := range c.Conns {

@@ -32,10 +32,13 @@ type sample struct {
 	cores   procstat.CoreTimes
 	redis   time.Duration // Redis's CPU time, when redisOK
 	redisOK bool
+	skipped int64   // open loop: likes skipped so far
+	subs    []int64 // per post: Redis subscribers (nil without --redis, or unread)
 }
 
 func (r *Ramp) sample(ctx context.Context) (sample, error) {
 	s := sample{at: time.Now(), max: r.load.Recorder().MaxCounts(), ownCPU: procstat.CPU()}
+	_, _, s.skipped = r.load.Recorder().Totals()
 	s.cores, _ = procstat.AllowedCoreTimes()
 	var wg sync.WaitGroup
 	var err error
@@ -43,15 +46,26 @@ func (r *Ramp) sample(ctx context.Context) (sample, error) {
 	wg.Go(func() { s.nodes = r.scrapeNodes(ctx) })
 	wg.Go(func() { s.writer, _ = nodemetrics.Scrape(ctx, r.client, r.cfg.Writer) })
 	wg.Go(func() { s.redis, s.redisOK = r.redisCPU(ctx) })
+	if r.redis != nil {
+		wg.Go(func() {
+			var err error
+			if s.subs, err = r.redis.subscribers(ctx, r.posts); err != nil {
+				r.progress.line("loadgen: redis subscribers: %v", err)
+				s.subs = nil
+			}
+		})
+	}
 	wg.Wait()
 	return s, err
 }
 
-// phase runs one step of the ramp: connect up to wanted viewers, likes for warmup and window,
-// stop, converge, report.
-func (r *Ramp) phase(ctx context.Context, i, wanted int) (report.Phase, error) {
-	label := fmt.Sprintf("phase %d/%d (%d conns)", i+1, len(r.cfg.Conns), wanted)
-	ph := report.Phase{ConnsWanted: wanted}
+// phase runs one step of the ramp: connect up to wanted viewers, likes (rate per second, or the
+// closed loop when 0) for warmup and window, stop, converge, report, judge.
+func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64) (report.Phase, error) {
+	ph := report.Phase{ConnsWanted: wanted, OfferedLikesPerSec: rate, UpdatesPerSec: report.Float(math.NaN())}
+	if rate > 0 {
+		ph.UpdatesPerSec = report.Float(rate / float64(len(r.posts)) * float64(max(r.cfg.Feed, 1)))
+	}
 	start := time.Now()
 	if err := r.pool.connect(wanted, r.cfg.MaxConnectRate); err != nil {
 		return ph, err
@@ -85,7 +99,7 @@ func (r *Ramp) phase(ctx context.Context, i, wanted int) (report.Phase, error) {
 	}
 	win := &likes.Window{Start: t0, End: t1}
 	r.load.Recorder().SetWindow(win)
-	stopWrites := r.startWrites(ctx)
+	stopWrites := r.startWrites(ctx, rate)
 	defer stopWrites()
 
 	if err := r.watch(ctx, label+" warmup", t0); err != nil {
@@ -132,13 +146,13 @@ func (r *Ramp) phase(ctx context.Context, i, wanted int) (report.Phase, error) {
 }
 
 // startWrites starts the like load and returns a function that stops it and waits (idempotent).
-func (r *Ramp) startWrites(ctx context.Context) func() {
+func (r *Ramp) startWrites(ctx context.Context, rate float64) func() {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { // exits when wctx is cancelled and the likes in flight are answered
 		defer close(done)
-		if r.cfg.Rate > 0 {
-			r.load.Open(wctx, r.cfg.Rate, r.cfg.MaxInflight)
+		if rate > 0 {
+			r.load.Open(wctx, rate, r.cfg.MaxInflight)
 		} else {
 			r.load.Closed(wctx, r.cfg.Writers)
 		}
@@ -246,14 +260,23 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	window := r.cfg.Window.Seconds()
 	ph.LikesAcked = f.win.Acked.Load()
 	ph.LikeErrors = f.win.Errors.Load()
+	ph.LikesSkipped = f.s1.skipped - f.s0.skipped
 	ph.LikesPerSec = float64(ph.LikesAcked) / window
 	ph.LikeP50Ms = report.Float(f.win.Latency.Quantile(0.5) / 1000)
 	ph.LikeP99Ms = report.Float(f.win.Latency.Quantile(0.99) / 1000)
 	ph.EventsPerSec = float64(f.s1.status.Events-f.s0.status.Events) / dt
 	ph.WatchingPerSec = float64(f.s1.status.Watching-f.s0.status.Watching) / dt
-	ph.RedisCPUPct = report.Float(math.NaN())
+	ph.RedisCPUPct, ph.RedisMicrosPerLike = report.Float(math.NaN()), report.Float(math.NaN())
 	if f.s0.redisOK && f.s1.redisOK {
-		ph.RedisCPUPct = report.Float((f.s1.redis - f.s0.redis).Seconds() / dt * 100)
+		used := (f.s1.redis - f.s0.redis).Seconds()
+		ph.RedisCPUPct = report.Float(used / dt * 100)
+		if likes := ph.LikesPerSec * dt; likes > 0 {
+			ph.RedisMicrosPerLike = report.Float(used / likes * 1e6)
+		}
+	}
+	if f.s1.subs != nil {
+		nodesOf, viewersOf := holders(r.pool.next, len(r.posts), len(r.cfg.Nodes), r.cfg.Feed)
+		ph.Subscribers = compareSubscribers(f.s1.subs, nodesOf, viewersOf)
 	}
 
 	received := make([]int64, len(r.posts))
@@ -298,6 +321,11 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 		}
 	}
 	r.notes(ph, f, overflow)
+	ph.Broke = r.cfg.Objective.Check(ph)
+	if float64(ph.GenCPUPct) >= saturationPct/100.0*float64(r.genCPUs*100) {
+		// Past this the generator, not the deployment, may be what breaks.
+		ph.Broke = append(ph.Broke, fmt.Sprintf("generator saturated (%.0f%% of its %d CPU(s))", float64(ph.GenCPUPct), r.genCPUs))
+	}
 }
 
 func (r *Ramp) fillNodes(ph *report.Phase, f figures) {
@@ -376,6 +404,9 @@ func (r *Ramp) notes(ph *report.Phase, f figures, overflow int64) {
 	}
 	if ph.LikeErrors > 0 {
 		add("%d like errors in the window; last: %s", ph.LikeErrors, r.load.Recorder().LastError())
+	}
+	if s := ph.Subscribers; s != nil && s.Mismatch > 0 {
+		add("%d posts have Redis subscribers (%d-%d) other than the nodes holding their viewers (at most %d)", s.Mismatch, s.Min, s.Max, s.NodesMax)
 	}
 	if overflow > 0 {
 		add("%d events beyond the tally's range were not counted", overflow)

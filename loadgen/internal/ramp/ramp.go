@@ -9,15 +9,13 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/loadgen/internal/likes"
 	"github.com/likes/likes/loadgen/internal/nodemetrics"
 	"github.com/likes/likes/loadgen/internal/procstat"
-	"github.com/likes/likes/loadgen/internal/rediscpu"
 	"github.com/likes/likes/loadgen/internal/report"
 )
 
@@ -32,8 +30,8 @@ type Ramp struct {
 	progress *progress
 	pool     *pool
 	load     *likes.Load
-	client   *http.Client  // metrics and counts
-	redis    *redis.Client // INFO cpu; nil without cfg.Redis
+	client   *http.Client // metrics and counts
+	redis    *redisView   // CPU and subscriptions; nil without cfg.Redis
 	baseline []nodemetrics.Sample
 	genCPUs  int
 }
@@ -57,6 +55,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		Started: time.Now().UTC().Format(time.RFC3339), Command: cfg.Command, Writer: cfg.Writer,
 		Nodes: cfg.Nodes, Posts: cfg.Posts, Feed: cfg.Feed, Mode: cfg.Mode(), Warmup: cfg.Warmup.String(),
 		Window: cfg.Window.String(), Sources: len(cfg.Sources), GenCPUs: r.genCPUs, MemMethod: MemMethod,
+		Objective: cfg.Objective.String(),
 	}
 	if soft, err := procstat.RaiseNoFile(); err != nil {
 		r.progress.line("loadgen: could not raise the open-file limit (soft %d): %v", soft, err)
@@ -68,10 +67,10 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	r.load = likes.New(cfg.Writer, r.posts, cfg.UserPrefix, maxConns, cfg.LikeTimeout)
 	defer r.load.Close()
 	r.pool = newPool(&r.cfg, r.posts, stderr)
-	defer r.pool.close()
+	defer func() { r.pool.close() }() // a search may replace the pool
 	if cfg.Redis != "" {
-		r.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis})
-		defer r.redis.Close()
+		r.redis = newRedisView(ctx, cfg.Redis, cfg.RedisPrefix)
+		defer r.redis.close()
 	}
 
 	if err := r.checkWriter(ctx); err != nil {
@@ -83,8 +82,11 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 			r.progress.line("loadgen: node %s already has %.0f viewers: memory per connection includes theirs", cfg.Nodes[i], s.Viewers)
 		}
 	}
+	if cfg.Search != nil {
+		return res, r.search(ctx, res)
+	}
 	for i, n := range cfg.Conns {
-		ph, err := r.phase(ctx, i, n)
+		ph, err := r.phase(ctx, fmt.Sprintf("phase %d/%d (%d conns)", i+1, len(cfg.Conns), n), n, cfg.Rate)
 		if err != nil {
 			return res, fmt.Errorf("phase %d (%d conns): %w", i+1, n, err)
 		}
@@ -95,10 +97,14 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 }
 
 func summary(i, n int, ph *report.Phase) string {
+	verdict := "objective met"
+	if len(ph.Broke) > 0 {
+		verdict = "objective broken: " + strings.Join(ph.Broke, ", ")
+	}
 	return fmt.Sprintf("phase %d/%d done: %d conns open (%d refused, %d failed), %.0f likes/s, %.0f events/s, "+
-		"delivery %s%%, convergence %s%%, latency p99 %s ms, generator CPU %s%%",
+		"delivery %s%%, convergence %s%%, latency p99 %s ms, generator CPU %s%%; %s",
 		i+1, n, ph.ConnsOpen, ph.ConnsRefused, ph.ConnsFailed, ph.LikesPerSec, ph.EventsPerSec,
-		fmtF(ph.DeliveryPct, 2), fmtF(ph.ConvergencePct, 1), fmtF(ph.LatencyP99Ms, 1), fmtF(ph.GenCPUPct, 0))
+		fmtF(ph.DeliveryPct, 2), fmtF(ph.ConvergencePct, 1), fmtF(ph.LatencyP99Ms, 1), fmtF(ph.GenCPUPct, 0), verdict)
 }
 
 func fmtF(f report.Float, prec int) string {
@@ -191,7 +197,7 @@ func (r *Ramp) redisCPU(ctx context.Context) (time.Duration, bool) {
 	if r.redis == nil {
 		return 0, false
 	}
-	cpu, err := rediscpu.Read(ctx, r.redis)
+	cpu, err := r.redis.cpu(ctx)
 	if err != nil {
 		r.progress.line("loadgen: %v", err)
 		return 0, false

@@ -24,7 +24,9 @@ var columns = []column{
 	{"failed", "conns_failed", func(p *Phase) string { return i(p.ConnsFailed) }},
 	{"refused", "conns_refused", func(p *Phase) string { return i(p.ConnsRefused) }},
 	{"dropped", "conns_dropped", func(p *Phase) string { return i(p.ConnsDropped) }},
+	{"upd/s", "updates_per_viewer_per_sec", func(p *Phase) string { return rate(float64(p.UpdatesPerSec)) }},
 	{"likes/s", "likes_per_sec", func(p *Phase) string { return f0(p.LikesPerSec) }},
+	{"skipped", "likes_skipped", func(p *Phase) string { return i64(p.LikesSkipped) }},
 	{"like err", "like_errors", func(p *Phase) string { return i64(p.LikeErrors) }},
 	{"like p50", "like_p50_ms", func(p *Phase) string { return ms(p.LikeP50Ms) }},
 	{"like p99", "like_p99_ms", func(p *Phase) string { return ms(p.LikeP99Ms) }},
@@ -39,6 +41,8 @@ var columns = []column{
 	{"writer CPU%", "writer_cpu_pct", func(p *Phase) string { return pct0(p.WriterCPUPct) }},
 	{"likes/writer-CPU-s", "likes_per_writer_cpu_sec", func(p *Phase) string { return p.LikesPerWriterCPUSec.format(0) }},
 	{"redis CPU%", "redis_cpu_pct", func(p *Phase) string { return p.RedisCPUPct.format(1) }},
+	{"redis us/like", "redis_us_per_like", func(p *Phase) string { return p.RedisMicrosPerLike.format(1) }},
+	{"subs/post", "redis_subscribers", func(p *Phase) string { return subscribers(p.Subscribers) }},
 	{"KiB/conn idle", "mem_per_conn_idle_kib", func(p *Phase) string { return kib(p.MemPerConnIdleB) }},
 	{"KiB/conn", "mem_per_conn_kib", func(p *Phase) string { return kib(p.MemPerConnB) }},
 	{"gen CPU%", "generator_cpu_pct", func(p *Phase) string { return pct0(p.GenCPUPct) }},
@@ -46,4 +50,24 @@ var columns = []column{
 	{"gen saturated", "generator_saturated", func(p *Phase) string { return yes(p.GenSaturated) }},
 	{"watching/s", "watching_per_sec", func(p *Phase) string { return f0(p.WatchingPerSec) }},
 	{"watch reports/s", "watching_reports_per_sec", func(p *Phase) string { return p.WatchingReportsPerSec.format(0) }},
+	{"slo", "slo_broken", func(p *Phase) string { return verdict(p) }},
+}
+
+// subscribers renders a phase's Redis subscribers per post, "4" or "3-4"; "-" when unread.
+func subscribers(s *Subscribers) string {
+	switch {
+	case s == nil:
+		return "-"
+	case s.Min == s.Max:
+		return i64(s.Max)
+	}
+	return i64(s.Min) + "-" + i64(s.Max)
+}
+
+// verdict is "met" for a phase within the objective, else "broke"; the table's notes list what.
+func verdict(p *Phase) string {
+	if len(p.Broke) == 0 {
+		return "met"
+	}
+	return "broke"
 }

@@ -60,7 +60,8 @@ func ReadResult(r io.Reader) (*Result, error) {
 }
 
 // Compare pairs the phases of before and after by wanted connections. It fails when the ramps
-// share no connection count: there would be nothing to put side by side.
+// share no connection count and do not both have a capacity (--until-break): there would be
+// nothing to put side by side.
 func Compare(before, after *Result) (*Comparison, error) {
 	c := &Comparison{Before: before, After: after}
 	for k := range before.Phases {
@@ -69,7 +70,7 @@ func Compare(before, after *Result) (*Comparison, error) {
 			c.Pairs = append(c.Pairs, Pair{Conns: b.ConnsWanted, Before: b, After: a})
 		}
 	}
-	if len(c.Pairs) == 0 {
+	if len(c.Pairs) == 0 && (before.Capacity == nil || after.Capacity == nil) {
 		return nil, fmt.Errorf("no connection count in both ramps: before has %s, after has %s (rerun one with the other's --conns)",
 			connList(before), connList(after))
 	}
@@ -121,10 +122,14 @@ func cpuPerEvent(p *Phase) float64 {
 	return float64(p.NodesCPUPct) / 100 / p.EventsPerSec
 }
 
-// summary builds the one line: node counts, the most clean connections of each, and at the
-// largest common count with a known p99 in both, p99 and CPU per event.
+// summary builds the one line: node counts, then the capacities when both ramps searched for
+// theirs, else the most clean connections of each and, at the largest common count with a known
+// p99 in both, p99 and CPU per event.
 func summary(c *Comparison) string {
 	nodes := fmt.Sprintf("%s vs %d: ", plural(len(c.After.Nodes), "node"), len(c.Before.Nodes))
+	if c.Before.Capacity != nil && c.After.Capacity != nil {
+		return nodes + capacitySummary(c)
+	}
 	b, a := maxClean(c.Before), maxClean(c.After)
 	clause := nodes + "max clean conns " + cleanConns(b) + " -> " + cleanConns(a)
 	if a > 0 && b > 0 {
@@ -147,6 +152,65 @@ func summary(c *Comparison) string {
 		parts = append(parts, "CPU per event "+ch)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// capacitySummary compares two capacities, then what a like cost Redis at each: "capacity 1,400
+// -> 5,600 viewers (4.0x) x 10 updates/s, 14,000 -> 56,000 events/s (4.0x); Redis subscribers
+// per post 1 -> 4 (the nodes; viewers per post 140 -> 560), Redis CPU per like 11 -> 12 us (+9%)".
+func capacitySummary(c *Comparison) string {
+	b, a := c.Before.Capacity, c.After.Capacity
+	what, bv, av := "viewers", float64(b.Conns), float64(a.Conns)
+	if a.Grow == "rate" && b.Grow == "rate" {
+		what, bv, av = "updates/s per viewer", b.UpdatesPerSec, a.UpdatesPerSec
+	}
+	line := fmt.Sprintf("capacity %s -> %s %s%s", thousands(bv), thousands(av), what, ratio(bv, av))
+	if what == "viewers" {
+		line += " x " + rate(a.UpdatesPerSec) + " updates/s"
+	}
+	line += fmt.Sprintf(", %s -> %s events/s%s", thousands(b.EventsPerSec), thousands(a.EventsPerSec), ratio(b.EventsPerSec, a.EventsPerSec))
+	bp, ap := capacityPhase(c.Before), capacityPhase(c.After)
+	if bp == nil || ap == nil {
+		return line
+	}
+	var redis []string
+	if bs, as := bp.Subscribers, ap.Subscribers; bs != nil && as != nil {
+		redis = append(redis, fmt.Sprintf("Redis subscribers per post %s -> %s (nodes holding it: %d -> %d; its viewers %s -> %s)",
+			subscribers(bs), subscribers(as), bs.NodesMax, as.NodesMax, thousands(float64(bs.Viewers)), thousands(float64(as.Viewers))))
+	}
+	if bp.RedisMicrosPerLike.Known() && ap.RedisMicrosPerLike.Known() {
+		part := fmt.Sprintf("Redis CPU per like %s -> %s us", bp.RedisMicrosPerLike.format(1), ap.RedisMicrosPerLike.format(1))
+		if ch := change(float64(bp.RedisMicrosPerLike), float64(ap.RedisMicrosPerLike)); ch != "" {
+			part += " (" + ch + ")"
+		}
+		redis = append(redis, part)
+	}
+	if len(redis) == 0 {
+		return line
+	}
+	return line + "; " + strings.Join(redis, ", ")
+}
+
+// capacityPhase is the phase at a ramp's capacity (its last clean step), nil when none.
+func capacityPhase(r *Result) *Phase {
+	if r.Capacity == nil || r.Capacity.Conns == 0 {
+		return nil
+	}
+	var found *Phase
+	for k := range r.Phases {
+		p := &r.Phases[k]
+		if len(p.Broke) == 0 && p.ConnsWanted == r.Capacity.Conns && p.OfferedLikesPerSec == r.Capacity.LikesPerSec {
+			found = p
+		}
+	}
+	return found
+}
+
+// ratio is " (4.0x)" when both are positive, else "".
+func ratio(b, a float64) string {
+	if b <= 0 || a <= 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1fx)", a/b)
 }
 
 func cleanConns(n int) string {

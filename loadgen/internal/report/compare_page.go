@@ -19,6 +19,12 @@ func CompareTable(w io.Writer, c *Comparison) error {
 	}{{"before", c.Before}, {"after", c.After}} {
 		fmt.Fprintf(w, "%s: %s, %s, %d posts, window %s: %s\n", run.name, plural(len(run.r.Nodes), "fanout node"),
 			run.r.Mode, run.r.Posts, run.r.Window, run.r.Command)
+		if run.r.Capacity != nil {
+			fmt.Fprintf(w, "%s: %s\n", run.name, CapacityLine(run.r.Capacity))
+		}
+	}
+	if len(c.Pairs) == 0 {
+		return nil
 	}
 	for _, d := range c.Differences {
 		fmt.Fprintln(w, "note: the ramps differ in "+d)
@@ -68,15 +74,29 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 		template.HTML(lineChart("Fanout CPU, all nodes", "% of one core", xs,
 			both("", func(p *Phase) float64 { return float64(p.NodesCPUPct) }, blue, orange))),
 	}
+	if len(c.Pairs) == 0 {
+		charts = nil
+	}
+	if b, a := c.Before.Capacity, c.After.Capacity; b != nil && a != nil {
+		// Capacity against nodes: the line a person sizing a deployment extrapolates.
+		nodes := []float64{0, float64(b.Nodes), float64(a.Nodes)}
+		charts = append([]template.HTML{template.HTML(lineChart("Capacity (events/s within the objective)", "events/s", nodes, []series{
+			{"capacity", blue, []float64{0, b.EventsPerSec, a.EventsPerSec}},
+			{"linear from before", lightBlue, []float64{0, b.EventsPerSec, b.EventsPerSec / float64(max(b.Nodes, 1)) * float64(a.Nodes)}},
+		}))}, charts...)
+	}
 	heads, rows := c.rows()
 	return comparePage.Execute(w, map[string]any{"C": c, "Charts": charts, "Heads": heads, "Rows": rows})
 }
 
-var comparePage = template.Must(template.Must(template.New("compare").Parse(style)).Parse(`<!doctype html>
+var comparePage = template.Must(template.Must(template.New("compare").Parse(style)).Funcs(template.FuncMap{
+	"capacity": CapacityLine,
+}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>likes ramps compared</title>
 {{template "style"}}</head><body>
 <h1>likes ramps compared</h1>
 <p><strong>{{.C.Summary}}</strong></p>
+{{with .C.Before.Capacity}}<p>Before: {{capacity .}}</p>{{end}}{{with .C.After.Capacity}}<p>After: {{capacity .}}</p>{{end}}
 <p>Before: started {{.C.Before.Started}}, {{len .C.Before.Nodes}} fanout node(s), {{.C.Before.Mode}}: <code>{{.C.Before.Command}}</code><br>
 After: started {{.C.After.Started}}, {{len .C.After.Nodes}} fanout node(s), {{.C.After.Mode}}: <code>{{.C.After.Command}}</code></p>
 {{range .C.Differences}}<p>Note: the ramps differ in {{.}}.</p>{{end}}

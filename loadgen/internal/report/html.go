@@ -3,6 +3,7 @@ package report
 import (
 	"html/template"
 	"io"
+	"strings"
 )
 
 // HTML writes a self-contained page: the settings, the charts (events/s, delivery and
@@ -60,9 +61,11 @@ code{background:#f4f4f4;padding:1px 4px}
 </style>{{end}}`
 
 var page = template.Must(template.Must(template.New("report").Parse(style)).Funcs(template.FuncMap{
-	"fmtf": func(f Float, prec int) string { return f.format(prec) },
-	"kib":  kib,
-	"mib":  func(f Float) string { return (f / (1 << 20)).format(1) },
+	"fmtf":     func(f Float, prec int) string { return f.format(prec) },
+	"kib":      kib,
+	"capacity": CapacityLine,
+	"join":     func(s []string) string { return strings.Join(s, ", ") },
+	"mib":      func(f Float) string { return (f / (1 << 20)).format(1) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>likes ramp {{.R.Started}}</title>
 {{template "style"}}</head><body>
@@ -70,6 +73,8 @@ var page = template.Must(template.Must(template.New("report").Parse(style)).Func
 <p>Started {{.R.Started}} &middot; {{.R.Mode}} &middot; {{.R.Posts}} posts &middot; warmup {{.R.Warmup}}, window {{.R.Window}}
 &middot; writer {{.R.Writer}} &middot; {{len .R.Nodes}} fanout node(s) &middot; generator on {{.R.GenCPUs}} CPU(s)</p>
 <p><code>{{.R.Command}}</code></p>
+{{with .R.Capacity}}<p class="capacity"><strong>{{capacity .}}</strong> ({{.Steps}} steps in {{.Seconds}} s; stopped: {{.Stopped}})</p>{{end}}
+<p>Objective: <code>{{.R.Objective}}</code></p>
 <div class="charts">{{range .Charts}}<div>{{.}}</div>{{end}}</div>
 <h2>Phases</h2>
 <p>Latencies in ms; CPU in % of one core; memory per connection: {{.R.MemMethod}}.</p>
@@ -79,6 +84,6 @@ var page = template.Must(template.Must(template.New("report").Parse(style)).Func
 <table><tr><th>conns</th><th>node</th><th>viewers</th><th>CPU %</th><th>RSS MiB</th><th>KiB/conn idle</th><th>KiB/conn</th></tr>
 {{range .R.Phases}}{{$c := .ConnsWanted}}{{range .Nodes}}<tr><td>{{$c}}</td><td class="l">{{.URL}}</td><td>{{fmtf .Viewers 0}}</td><td>{{fmtf .CPUPct 0}}</td><td>{{mib .RSSBytes}}</td><td>{{kib .MemPerConnIdleB}}</td><td>{{kib .MemPerConnB}}</td></tr>
 {{end}}{{end}}</table>
-<h2>Notes</h2><ul>{{range .R.Phases}}{{$c := .ConnsWanted}}{{range .Notes}}<li>{{$c}} conns: {{.}}</li>{{end}}{{end}}</ul>
+<h2>Notes</h2><ul>{{range .R.Phases}}{{$c := .ConnsWanted}}{{if .Broke}}<li>{{$c}} conns: broke the objective: {{join .Broke}}</li>{{end}}{{range .Notes}}<li>{{$c}} conns: {{.}}</li>{{end}}{{end}}</ul>
 </body></html>
 `))

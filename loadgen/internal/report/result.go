@@ -14,7 +14,45 @@ type Result struct {
 	Sources   int      `json:"source_addresses"`
 	GenCPUs   int      `json:"generator_cpus"` // CPUs the generator may run on
 	MemMethod string   `json:"mem_per_conn_method"`
-	Phases    []Phase  `json:"phases"`
+	// Objective is the service level objective every phase was judged by (--slo).
+	Objective string `json:"slo"`
+	// Capacity is what --until-break found; nil for a ramp over fixed counts.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	Phases   []Phase   `json:"phases"`
+}
+
+// Capacity is the largest load a deployment held within the objective, found by growing the
+// load step by step until a step broke the objective and then narrowing down.
+type Capacity struct {
+	Grow      string `json:"grow"` // "conns" (viewers at a fixed update rate) or "rate"
+	Objective string `json:"slo"`
+	Nodes     int    `json:"nodes"`
+	// Conns, UpdatesPerSec (per viewer), LikesPerSec (offered) and EventsPerSec (delivered) are
+	// the last clean step's; all zero when no step was clean.
+	Conns         int     `json:"conns"`
+	UpdatesPerSec float64 `json:"updates_per_s"`
+	LikesPerSec   float64 `json:"likes_per_s"`
+	EventsPerSec  float64 `json:"events_per_s"`
+	// Broke is the smallest load above the capacity that broke the objective; nil when every
+	// step was clean (the search stopped at its step or time limit first).
+	Broke *Step `json:"broke"`
+	// Stopped says why the search ended: "within 10%", "max steps", "max time", "nothing clean"
+	// (the first load tried, made smaller, still broke) or "interrupted".
+	Stopped string  `json:"stopped"`
+	Steps   int     `json:"steps"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Step is one load of a search and what it broke.
+type Step struct {
+	Conns         int      `json:"conns"`
+	UpdatesPerSec float64  `json:"updates_per_s"`
+	LikesPerSec   float64  `json:"likes_per_s"`
+	EventsPerSec  float64  `json:"events_per_s"`
+	Reasons       []string `json:"reasons"`
+	LatencyP99Ms  Float    `json:"latency_p99_ms"`
+	DeliveryPct   Float    `json:"delivery_pct"`
+	Errors        int64    `json:"errors"`
 }
 
 // Phase is one step of the ramp. Durations are milliseconds; NaN figures are written as null.
@@ -27,11 +65,18 @@ type Phase struct {
 	Workers       int `json:"workers"`
 	ConnectMillis int `json:"connect_ms"`
 
-	LikesPerSec float64 `json:"likes_per_sec"`
-	LikesAcked  int64   `json:"likes_acked"`
-	LikeErrors  int64   `json:"like_errors"`
-	LikeP50Ms   Float   `json:"like_p50_ms"`
-	LikeP99Ms   Float   `json:"like_p99_ms"`
+	// OfferedLikesPerSec is the open loop's rate (0 in a closed loop), and UpdatesPerSec the
+	// updates each viewer should see a second from it (rate / posts, times the posts of a feed).
+	OfferedLikesPerSec float64 `json:"offered_likes_per_sec"`
+	UpdatesPerSec      Float   `json:"updates_per_viewer_per_sec"`
+	LikesPerSec        float64 `json:"likes_per_sec"`
+	LikesAcked         int64   `json:"likes_acked"`
+	// LikesSkipped are the open loop's likes not sent in the window because MaxInflight were
+	// already waiting for the writer.
+	LikesSkipped int64 `json:"likes_skipped"`
+	LikeErrors   int64 `json:"like_errors"`
+	LikeP50Ms    Float `json:"like_p50_ms"`
+	LikeP99Ms    Float `json:"like_p99_ms"`
 
 	EventsPerSec   float64 `json:"events_per_sec"`
 	EventsExpected int64   `json:"events_expected"`
@@ -59,18 +104,37 @@ type Phase struct {
 	LikesPerWriterCPUSec Float `json:"likes_per_writer_cpu_sec"`
 	MemPerConnIdleB      Float `json:"mem_per_conn_idle_bytes"`
 	MemPerConnB          Float `json:"mem_per_conn_bytes"`
-	// RedisCPUPct is redis-server's CPU over the window (INFO cpu), % of one core; null
+	// RedisCPUPct is redis-server's CPU over the window (INFO cpu), % of one core, and
+	// RedisMicrosPerLike that divided by the likes acknowledged; null without --redis.
+	RedisCPUPct        Float `json:"redis_cpu_pct"`
+	RedisMicrosPerLike Float `json:"redis_us_per_like"`
+	// Subscribers are the Redis subscriptions of the ramp's posts at the end of the window; nil
 	// without --redis.
-	RedisCPUPct Float `json:"redis_cpu_pct"`
+	Subscribers *Subscribers `json:"redis_subscribers"`
 	// WatchingPerSec is watching events received per second by all viewers.
 	WatchingPerSec float64 `json:"watching_per_sec"`
 	// WatchingReportsPerSec is (post, interval) numbers all nodes added to Redis per second;
 	// null when the nodes export no such counter.
 	WatchingReportsPerSec Float `json:"watching_reports_per_sec"`
 
+	// Broke is what of the objective the phase broke (empty: it met the objective).
+	Broke []string `json:"slo_broken"`
+
 	Nodes []Node   `json:"nodes"`
 	Posts []Post   `json:"posts"`
 	Notes []string `json:"notes"`
+}
+
+// Subscribers compares, over the ramp's posts, each post's subscribers in Redis (PUBSUB NUMSUB,
+// or SHARDNUMSUB summed over a Cluster's shards) with the fanout nodes holding viewers of it:
+// each node subscribes once per post, however many viewers it holds, so the two are equal and a
+// like costs Redis one message per node, not per viewer.
+type Subscribers struct {
+	Min      int64 `json:"min"`         // fewest subscribers of a post
+	Max      int64 `json:"max"`         // most subscribers of a post
+	Mismatch int   `json:"mismatch"`    // posts whose subscribers differ from their nodes
+	NodesMax int   `json:"nodes_max"`   // most nodes holding viewers of one post
+	Viewers  int   `json:"viewers_max"` // most viewers of one post, for scale
 }
 
 // Node is one fanout node's figures in a phase.

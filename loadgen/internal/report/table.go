@@ -47,9 +47,16 @@ func Table(w io.Writer, r *Result) error {
 		return err
 	}
 	for k := range r.Phases {
-		for _, note := range r.Phases[k].Notes {
-			fmt.Fprintf(w, "note (%d conns): %s\n", r.Phases[k].ConnsWanted, note)
+		p := &r.Phases[k]
+		if len(p.Broke) > 0 {
+			fmt.Fprintf(w, "slo (%d conns, %s updates/s): broke %s: %s\n", p.ConnsWanted, rate(float64(p.UpdatesPerSec)), r.Objective, strings.Join(p.Broke, ", "))
 		}
+		for _, note := range p.Notes {
+			fmt.Fprintf(w, "note (%d conns): %s\n", p.ConnsWanted, note)
+		}
+	}
+	if r.Capacity != nil {
+		fmt.Fprintf(w, "\n%s\n(%d steps in %.0f s; stopped: %s)\n", CapacityLine(r.Capacity), r.Capacity.Steps, r.Capacity.Seconds, r.Capacity.Stopped)
 	}
 	return nil
 }
