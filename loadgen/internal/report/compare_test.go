@@ -184,3 +184,45 @@ func TestReadResult(t *testing.T) {
 		})
 	}
 }
+
+// searched is a ramp that found a capacity at its last clean phase.
+func searched(nodes int, capacity, broke [5]float64, subs int64, redisMicros float64) *Result {
+	r := ramp(nodes, capacity, broke)
+	clean, bad := &r.Phases[0], &r.Phases[1]
+	for _, p := range []*Phase{clean, bad} {
+		p.OfferedLikesPerSec, p.UpdatesPerSec, p.RedisMicrosPerLike = 100, 10, Float(redisMicros)
+		p.Subscribers = &Subscribers{Min: subs, Max: subs, NodesMax: int(subs), Viewers: p.ConnsWanted / 10}
+	}
+	bad.Broke = []string{"p99 340 ms > 100 ms"}
+	r.Capacity = &Capacity{Grow: "conns", Objective: "p99<=100ms", Nodes: nodes, Conns: clean.ConnsWanted,
+		UpdatesPerSec: 10, LikesPerSec: 100, EventsPerSec: clean.EventsPerSec, Stopped: "within 10%",
+		Broke: &Step{Conns: bad.ConnsWanted, UpdatesPerSec: 10, Reasons: bad.Broke}}
+	return r
+}
+
+// TestCompareCapacitiesFirst: two searches share no connection count, and the comparison puts
+// their capacities side by side, then what a like cost Redis at each.
+func TestCompareCapacitiesFirst(t *testing.T) {
+	before := searched(1, [5]float64{1400, 100, 60, 25, 14000}, [5]float64{1550, 99, 340, 25, 15000}, 1, 11)
+	after := searched(4, [5]float64{5600, 100, 70, 100, 56000}, [5]float64{6100, 99, 300, 100, 60000}, 4, 12)
+	c, err := Compare(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "4 nodes vs 1: capacity 1,400 -> 5,600 viewers (4.0x) x 10 updates/s, 14,000 -> 56,000 events/s (4.0x); " +
+		"Redis subscribers per post 1 -> 4 (nodes holding it: 1 -> 4; its viewers 140 -> 560), Redis CPU per like 11.0 -> 12.0 us (+9%)"
+	if c.Summary != want {
+		t.Errorf("summary:\n got %s\nwant %s", c.Summary, want)
+	}
+	var b bytes.Buffer
+	if err := CompareTable(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "after: capacity: 5,600 viewers x 10 updates/s = 56,000 events/s on 4 nodes; broke at 6,100: p99 340 ms > 100 ms") {
+		t.Errorf("the table does not give each capacity line:\n%s", b.String())
+	}
+	b.Reset()
+	if err := CompareHTML(&b, c); err != nil || !strings.Contains(b.String(), "<svg") || !strings.Contains(b.String(), "Capacity") {
+		t.Errorf("the page has no capacity chart (%v):\n%s", err, b.String())
+	}
+}
