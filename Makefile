@@ -9,7 +9,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS := .tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: build test test-short fuzz vet lint run ramp soak images-offline clean
+.PHONY: build test test-short fuzz vet lint rules run ramp soak images-offline clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen
@@ -35,11 +35,18 @@ $(GOLANGCI_LINT):
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
 # make them measure the neighbour. The Docker suite (deploy/dockertest: docker-compose.yml on a
 # real engine, after `make images-offline` where no registry is reachable) runs alone too, last.
-test: vet lint
+test: vet lint rules
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
 	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
 	$(MAKE) fuzz
+
+# rules: the Prometheus configuration, recording rules and alerts of deploy/monitoring (mounted by
+# the Compose monitoring profile, shipped to Kubernetes by deploy/base), checked and unit-tested
+# by promtool (Debian's `prometheus` package; .ci/run installs it).
+rules:
+	promtool check config deploy/monitoring/prometheus.yml
+	cd deploy/monitoring && promtool test rules alerts_test.yml
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
