@@ -46,6 +46,20 @@ func startWriter(t *testing.T, redisSrv *redistest.Server, flags ...string) *tes
 // caller sets Redis and RDB.
 func serveWriter(t *testing.T, flags ...string) *testWriter {
 	t.Helper()
+	a, cfg, log := buildWriter(t, flags...)
+	ts := httptest.NewUnstartedServer(a.handler)
+	ts.Config = serve.NewServer(cfg.Serve, a.handler, log)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	client := &http.Client{Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	return &testWriter{URL: ts.URL, Client: client}
+}
+
+// buildWriter builds a writer from flags, which name its Redis, as run builds it (config
+// parsing, newApp), and closes it when the test ends.
+func buildWriter(t *testing.T, flags ...string) (*app, Config, *zap.Logger) {
+	t.Helper()
 	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0"}, flags...)
 	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
@@ -59,13 +73,7 @@ func serveWriter(t *testing.T, flags ...string) *testWriter {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.close() })
-	ts := httptest.NewUnstartedServer(a.handler)
-	ts.Config = serve.NewServer(cfg.Serve, a.handler, log)
-	ts.Start()
-	t.Cleanup(ts.Close)
-	client := &http.Client{Timeout: 10 * time.Second}
-	t.Cleanup(client.CloseIdleConnections)
-	return &testWriter{URL: ts.URL, Client: client}
+	return a, cfg, log
 }
 
 // reply is a response with its decoded JSON body.

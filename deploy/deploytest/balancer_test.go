@@ -20,6 +20,8 @@ import (
 	"github.com/likes/likes/pkg/freeport"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/routes"
+	"github.com/likes/likes/pkg/routes/routestest"
 )
 
 // TestComposeTopologyBehindHAProxy runs what `docker compose up` runs, as processes: real Redis,
@@ -32,7 +34,7 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis, four services and haproxy")
 	}
-	haproxy := haproxyBinary(t)
+	haproxy := routestest.HAProxyBinary(t)
 	writerBin, fanoutBin := buildProgram(t, "writer-svc"), buildProgram(t, "fanout-svc")
 	rdb := redistest.Start(t)
 	writerPort := freeport.On(t, "127.0.0.2", "127.0.0.3")
@@ -52,6 +54,21 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	lb := startHAProxy(t, haproxy, dns.Addr, writerPort, fanoutPort)
 	lb.awaitUp(t, "writer-svc", 2)
 	lb.awaitUp(t, "fanout-svc", 2)
+
+	// The public ports reach the public routes and answer the internal ones themselves (pkg/routes
+	// draws the line; routestest follows the file, this is haproxy itself).
+	for _, url := range []string{lb.likes + "/counts?posts=1", lb.streams + "/client/likes.js"} {
+		if got := httpStatus(url); got != http.StatusOK {
+			t.Errorf("GET %s through haproxy: %d; want 200", url, got)
+		}
+	}
+	for _, base := range []string{lb.likes, lb.streams} {
+		for _, p := range routes.Internal() {
+			if got := httpStatus(base + p); got != http.StatusNotFound {
+				t.Errorf("GET %s%s through haproxy: %d; want 404 (internal)", base, p, got)
+			}
+		}
+	}
 
 	post := fmt.Sprintf("deploytest%d", time.Now().UnixNano())
 	var viewers []*clienttest.Viewer

@@ -3,101 +3,16 @@ package deploytest
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/routes/routestest"
 )
-
-// haproxyConfig is compose/haproxy.cfg split into sections ("frontend likes", "backend x", ...),
-// each a list of keyword lines with comments removed.
-type haproxyConfig map[string][][]string
-
-// readHAProxy parses an haproxy configuration: section headers start in column 0, their keyword
-// lines are indented.
-func readHAProxy(t *testing.T, path string) haproxyConfig {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read haproxy config: %v", err)
-	}
-	cfg := haproxyConfig{}
-	var section string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if i := strings.Index(line, "#"); i >= 0 {
-			line = line[:i]
-		}
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if line[0] != ' ' && line[0] != '\t' {
-			section = strings.Join(fields, " ")
-			cfg[section] = nil
-			continue
-		}
-		cfg[section] = append(cfg[section], fields)
-	}
-	return cfg
-}
-
-// sections returns the names of the sections of one kind ("frontend", "backend").
-func (c haproxyConfig) sections(kind string) []string {
-	var names []string
-	for s := range c {
-		if name, ok := strings.CutPrefix(s, kind+" "); ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-// lines returns the lines of a section whose keywords start with words.
-func (c haproxyConfig) lines(section string, words ...string) [][]string {
-	var out [][]string
-	for _, l := range c[section] {
-		if len(l) >= len(words) && slices.Equal(l[:len(words)], words) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// value returns the argument after words in a section, "" when absent. An environment reference
-// with a default, "${NAME-default}", gives the default: what haproxy uses when NAME is unset.
-func (c haproxyConfig) value(section string, words ...string) string {
-	v := c.raw(section, words...)
-	if _, def, ok := envRef(v); ok {
-		return def
-	}
-	return v
-}
-
-// raw returns the argument after words in a section as written, "" when absent.
-func (c haproxyConfig) raw(section string, words ...string) string {
-	l := c.lines(section, words...)
-	if len(l) == 0 || len(l[0]) <= len(words) {
-		return ""
-	}
-	return l[0][len(words)]
-}
-
-var envRefPattern = regexp.MustCompile(`^"\$\{([A-Z][A-Z0-9_]*)-([^}"]*)\}"$`)
-
-// envRef splits an haproxy argument of the form "${NAME-default}".
-func envRef(v string) (name, def string, ok bool) {
-	m := envRefPattern.FindStringSubmatch(v)
-	if m == nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
-}
 
 // haproxyDuration parses an haproxy time value (default unit milliseconds).
 func haproxyDuration(t *testing.T, v string) time.Duration {
@@ -122,9 +37,9 @@ func haproxyDuration(t *testing.T, v string) time.Duration {
 	return d
 }
 
-func bindPort(t *testing.T, cfg haproxyConfig, frontend string) string {
+func bindPort(t *testing.T, cfg routestest.HAProxy, frontend string) string {
 	t.Helper()
-	addr := cfg.value("frontend "+frontend, "bind")
+	addr := cfg.Value("frontend "+frontend, "bind")
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatalf("frontend %s bind %q: %v", frontend, addr, err)
@@ -135,19 +50,15 @@ func bindPort(t *testing.T, cfg haproxyConfig, frontend string) string {
 // TestHAProxyRoutesToComposeServices checks that every backend server names a compose service
 // and the port that service listens on, and that each public port reaches the right service.
 func TestHAProxyRoutesToComposeServices(t *testing.T) {
-	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	cfg := routestest.ReadHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
 	p := loadCompose(t)
 	backends := map[string]string{} // backend -> compose service
-	for _, b := range cfg.sections("backend") {
-		servers := append(cfg.lines("backend "+b, "server-template"), cfg.lines("backend "+b, "server")...)
+	for _, b := range cfg.Sections("backend") {
+		servers := cfg.Servers(b)
 		if len(servers) == 0 {
 			t.Errorf("backend %s has no servers", b)
 		}
-		for _, l := range servers {
-			addr := l[2]
-			if l[0] == "server-template" {
-				addr = l[3]
-			}
+		for _, addr := range servers {
 			host, port, err := net.SplitHostPort(addr)
 			if err != nil {
 				t.Errorf("backend %s: server address %q: %v", b, addr, err)
@@ -165,8 +76,8 @@ func TestHAProxyRoutesToComposeServices(t *testing.T) {
 		}
 	}
 	routes := map[string]string{} // public port -> compose service
-	for _, f := range cfg.sections("frontend") {
-		if b := cfg.value("frontend "+f, "default_backend"); b != "" {
+	for _, f := range cfg.Sections("frontend") {
+		if b := cfg.Value("frontend "+f, "default_backend"); b != "" {
 			if _, ok := backends[b]; !ok {
 				t.Errorf("frontend %s: default_backend %s is not a backend", f, b)
 			}
@@ -183,7 +94,7 @@ func TestHAProxyRoutesToComposeServices(t *testing.T) {
 	for _, pc := range p.Services["haproxy"].Ports {
 		published = append(published, strconv.Itoa(int(pc.Target)))
 	}
-	for _, f := range cfg.sections("frontend") {
+	for _, f := range cfg.Sections("frontend") {
 		if port := bindPort(t, cfg, f); !slices.Contains(published, port) {
 			t.Errorf("frontend %s binds %s, which compose does not publish (publishes %v)", f, port, published)
 		}
@@ -192,19 +103,19 @@ func TestHAProxyRoutesToComposeServices(t *testing.T) {
 
 // TestHAProxyStreamSettings checks what SSE needs from the balancer.
 func TestHAProxyStreamSettings(t *testing.T) {
-	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	cfg := routestest.ReadHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
 	const fanout = "backend fanout-svc"
-	if got := cfg.value(fanout, "balance"); got != "leastconn" {
+	if got := cfg.Value(fanout, "balance"); got != "leastconn" {
 		t.Errorf("fanout balance %q; want leastconn", got)
 	}
 	// Every timeout of the stream path is STREAM_IDLE_TIMEOUT, so whichever applies to a silent
 	// stream, it is that one (TestStreamIdleTimeoutFollowsHeartbeat checks its value).
 	for _, l := range []struct{ section, kw string }{{fanout, "server"}, {fanout, "tunnel"}, {"frontend streams", "client"}} {
-		if name, _, ok := envRef(cfg.raw(l.section, "timeout", l.kw)); !ok || name != "STREAM_IDLE_TIMEOUT" {
-			t.Errorf("%s timeout %s = %s; want \"${STREAM_IDLE_TIMEOUT-...}\"", l.section, l.kw, cfg.raw(l.section, "timeout", l.kw))
+		if name, _, ok := routestest.EnvRef(cfg.Raw(l.section, "timeout", l.kw)); !ok || name != "STREAM_IDLE_TIMEOUT" {
+			t.Errorf("%s timeout %s = %s; want \"${STREAM_IDLE_TIMEOUT-...}\"", l.section, l.kw, cfg.Raw(l.section, "timeout", l.kw))
 		}
 	}
-	if d := haproxyDuration(t, cfg.value("defaults", "timeout", "http-request")); d == 0 || d > 30*time.Second {
+	if d := haproxyDuration(t, cfg.Value("defaults", "timeout", "http-request")); d == 0 || d > 30*time.Second {
 		t.Errorf("defaults timeout http-request = %v; want a bound of at most 30s", d)
 	}
 	for section, lines := range cfg {
@@ -214,25 +125,25 @@ func TestHAProxyStreamSettings(t *testing.T) {
 			}
 		}
 	}
-	for _, b := range cfg.sections("backend") {
-		if len(cfg.lines("backend "+b, "option", "httpchk")) == 0 ||
-			!slices.Equal(cfg.lines("backend "+b, "http-check", "send")[0], []string{"http-check", "send", "meth", "GET", "uri", "/readyz"}) {
+	for _, b := range cfg.Sections("backend") {
+		if len(cfg.Lines("backend "+b, "option", "httpchk")) == 0 ||
+			!slices.Equal(cfg.Lines("backend "+b, "http-check", "send")[0], []string{"http-check", "send", "meth", "GET", "uri", "/readyz"}) {
 			t.Errorf("backend %s does not health check GET /readyz", b)
 		}
 	}
-	def := cfg.lines("defaults", "default-server")
+	def := cfg.Lines("defaults", "default-server")
 	if len(def) == 0 || !slices.Contains(def[0], "resolvers") || !slices.Contains(def[0], "check") {
 		t.Fatalf("default-server %v; want DNS resolvers and checks on every server", def)
 	}
 	resolvers := def[0][slices.Index(def[0], "resolvers")+1]
-	if ns := cfg.lines("resolvers "+resolvers, "nameserver"); len(ns) == 0 || ns[0][2] != "127.0.0.11:53" {
+	if ns := cfg.Lines("resolvers "+resolvers, "nameserver"); len(ns) == 0 || ns[0][2] != "127.0.0.11:53" {
 		t.Errorf("resolvers %s nameservers %v; want Compose's DNS at 127.0.0.11:53", resolvers, ns)
 	}
 }
 
 // TestHAProxyConfigValid runs haproxy's own checker on the file compose mounts.
 func TestHAProxyConfigValid(t *testing.T) {
-	bin := haproxyBinary(t)
+	bin := routestest.HAProxyBinary(t)
 	path := filepath.Join(repoRoot, "compose", "haproxy.cfg")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -252,23 +163,14 @@ func TestHAProxyConfigValid(t *testing.T) {
 	}
 }
 
-func haproxyBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Fatalf("haproxy not found on PATH: install it (apt-get install -y haproxy) and rerun")
-	}
-	return bin
-}
-
 // TestStreamIdleTimeoutFollowsHeartbeat: a live node writes to every stream at least every
 // HEARTBEAT_INTERVAL plus one sweep tick (a quarter interval), so the balancer's idle timeout
 // must exceed that, and at two intervals a stream whose node is gone ends soon enough for its
 // viewer to reconnect and converge within three. Checked for the defaults of haproxy.cfg and of
 // docker-compose.yml, which must agree, and for settings a test would use.
 func TestStreamIdleTimeoutFollowsHeartbeat(t *testing.T) {
-	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
-	cfgDefault := haproxyDuration(t, cfg.value("backend fanout-svc", "timeout", "tunnel"))
+	cfg := routestest.ReadHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	cfgDefault := haproxyDuration(t, cfg.Value("backend fanout-svc", "timeout", "tunnel"))
 	for _, env := range [][]string{nil, {"HEARTBEAT_INTERVAL=5s", "STREAM_IDLE_TIMEOUT=10s"}} {
 		p := loadCompose(t, env...)
 		hbVal := p.Services["fanout-svc"].Environment["HEARTBEAT_INTERVAL"]
@@ -289,10 +191,10 @@ func TestStreamIdleTimeoutFollowsHeartbeat(t *testing.T) {
 // TestHAProxyMaxconnFromEnvironment: maxconn is HAPROXY_MAXCONN, whose compose default fits the
 // open-file limit compose gives the container.
 func TestHAProxyMaxconnFromEnvironment(t *testing.T) {
-	cfg := readHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
-	name, def, ok := envRef(cfg.raw("global", "maxconn"))
+	cfg := routestest.ReadHAProxy(t, filepath.Join(repoRoot, "compose", "haproxy.cfg"))
+	name, def, ok := routestest.EnvRef(cfg.Raw("global", "maxconn"))
 	if !ok || name != "HAPROXY_MAXCONN" {
-		t.Fatalf("global maxconn %s; want \"${HAPROXY_MAXCONN-...}\"", cfg.raw("global", "maxconn"))
+		t.Fatalf("global maxconn %s; want \"${HAPROXY_MAXCONN-...}\"", cfg.Raw("global", "maxconn"))
 	}
 	for _, env := range [][]string{nil, {"HAPROXY_MAXCONN=8000", "HAPROXY_NOFILE=20000"}} {
 		s := loadCompose(t, env...).Services["haproxy"]

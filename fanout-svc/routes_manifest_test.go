@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/likes/likes/fanout-svc/internal/stream"
+	"github.com/likes/likes/pkg/routes/routestest"
+)
+
+// TestManifestsRouteFanoutRoutes walks the node's router, built by newRouter as run builds it
+// (its hub, relay and Redis are not needed to list routes): the Ingresses and haproxy's :8090
+// must send every public route (the streams, the page, its assets, the client library) to
+// fanout-svc, and no Ingress or haproxy frontend may send an internal one (/metrics, the health
+// probes, /admin; pkg/routes) to any service. A route added to the router and forgotten in a
+// manifest fails here.
+func TestManifestsRouteFanoutRoutes(t *testing.T) {
+	cfg, err := loadConfig([]string{"fanout-svc"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zaptest.NewLogger(t)
+	streams := stream.New(cfg.Stream, nil, nil, log)
+	router := newRouter(cfg, log, prometheus.NewRegistry(), streams, &redisGuard{}, func(context.Context) error { return nil })
+	m := routestest.Load(t, "..")
+	svc := routestest.Service{Name: "fanout-svc", Port: "8090", Routes: routestest.Walk(t, router)}
+	for _, p := range m.Problems(svc) {
+		t.Error(p)
+	}
+}
