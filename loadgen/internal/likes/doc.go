@@ -2,4 +2,10 @@
 // answered, as in the original benchmark) or an open loop at a fixed rate (for latency under a
 // known load). Every like carries a fresh user id, so every like is counted and published, and
 // its answer's count identifies it.
+//
+// A like must cost the generator much less CPU than it costs the writer, or the generator, not
+// the writer, sets the figures (issue 17). So the like path is a lean HTTP/1.1 client of its own
+// rather than net/http: a fixed set of keep-alive connections, each owned by one goroutine that
+// appends its requests into a reused buffer and reads the answers with a reused bufio.Reader,
+// parsing only the status line, the framing headers and the body's "count" and "liked".
 package likes

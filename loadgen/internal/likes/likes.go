@@ -2,76 +2,228 @@ package likes
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/likes/likes/loadgen/internal/hist"
 )
 
-// Load sends likes to one writer.
+// Load sends likes to one writer over at most maxConns keep-alive connections of its own.
 type Load struct {
-	client   *http.Client
-	writer   string
 	posts    []string
 	userBase string
+	timeout  time.Duration
+	maxConns int
+	pipeline int      // requests written at once on one connection
+	host     string   // host[:port] of the writer URL, to resolve and for the Host header
+	heads    [][]byte // per post: the request up to the user id's value
+	urlErr   error    // the writer URL is unusable: every like fails with it
 	seq      atomic.Int64
 	rec      *Recorder
+
+	resolveMu sync.Mutex // held while resolving, so the host is looked up once
+	addr      string     // the resolved ip:port; "" until resolved
+
+	idleMu sync.Mutex
+	idle   []*conn // connections kept between runs
 }
 
-// New returns a load against writer (base URL) for posts. userPrefix makes user ids unique to this
-// run; maxConns bounds the connections to the writer.
-func New(writer string, posts []string, userPrefix string, maxConns int, timeout time.Duration) *Load {
-	tr := &http.Transport{
-		MaxIdleConns:        maxConns,
-		MaxIdleConnsPerHost: maxConns,
-		MaxConnsPerHost:     maxConns,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	return &Load{
-		client:   &http.Client{Transport: tr, Timeout: timeout},
-		writer:   writer,
+// Option changes how a Load sends.
+type Option func(*Load)
+
+// WithPipeline lets one connection carry up to k likes at once, written together (HTTP/1.1
+// pipelining; the writer answers them in order). The default, 1, is one like per connection at a
+// time, as a browser sends them and as wrk measures the writer: pipelining lets the writer read
+// several requests per read(2), so it makes the writer's CPU per like look cheaper than it is.
+func WithPipeline(k int) Option {
+	return func(l *Load) { l.pipeline = max(k, 1) }
+}
+
+// New returns a load against writer (an http:// base URL) for posts. userPrefix makes user ids
+// unique to this run; maxConns bounds the connections to the writer; timeout bounds each like
+// (dial, request and answer). A writer URL that cannot be used makes every like fail, saying why.
+func New(writer string, posts []string, userPrefix string, maxConns int, timeout time.Duration, opts ...Option) *Load {
+	l := &Load{
 		posts:    posts,
 		userBase: userPrefix,
+		timeout:  timeout,
+		maxConns: max(maxConns, 1),
+		pipeline: 1,
 		rec:      NewRecorder(len(posts)),
 	}
+	for _, o := range opts {
+		o(l)
+	}
+	var path string
+	l.host, path, l.urlErr = parseWriter(writer)
+	for _, post := range posts {
+		l.heads = append(l.heads, requestHead(path, post, l.host, userPrefix))
+	}
+	return l
+}
+
+// parseWriter returns the host and the path prefix of a writer base URL.
+func parseWriter(writer string) (host, path string, err error) {
+	u, err := url.Parse(writer)
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("writer URL: %w", err)
+	case u.Scheme != "http":
+		return "", "", fmt.Errorf("writer URL %q: only http:// is supported", writer)
+	case u.Host == "":
+		return "", "", fmt.Errorf("writer URL %q has no host", writer)
+	}
+	return u.Host, strings.TrimSuffix(u.EscapedPath(), "/"), nil
+}
+
+// requestHead is a like of post up to the user id's value, which the sender appends with the
+// request's end. Content-Length: 0 tells the writer there is no body.
+func requestHead(path, post, host, userBase string) []byte {
+	return []byte("POST " + path + "/like/" + url.PathEscape(post) + " HTTP/1.1\r\nHost: " + host +
+		"\r\nContent-Length: 0\r\nX-User-ID: " + userBase)
 }
 
 // Recorder returns where the load records its likes.
 func (l *Load) Recorder() *Recorder { return l.rec }
 
-// Close releases idle connections.
-func (l *Load) Close() { l.client.CloseIdleConnections() }
+// Close closes the idle connections. The load stays usable: a later run dials new ones.
+func (l *Load) Close() {
+	l.idleMu.Lock()
+	idle := l.idle
+	l.idle = nil
+	l.idleMu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}
+
+// getConn returns an idle connection, or a new one not yet dialled.
+func (l *Load) getConn() *conn {
+	l.idleMu.Lock()
+	defer l.idleMu.Unlock()
+	if n := len(l.idle); n > 0 {
+		c := l.idle[n-1]
+		l.idle = l.idle[:n-1]
+		return c
+	}
+	return &conn{}
+}
+
+// putConn keeps c for the next run when it is connected.
+func (l *Load) putConn(c *conn) {
+	if c.nc == nil {
+		return
+	}
+	l.idleMu.Lock()
+	defer l.idleMu.Unlock()
+	l.idle = append(l.idle, c)
+}
+
+// address returns the writer's ip:port, resolving its host the first time it succeeds.
+func (l *Load) address(ctx context.Context) (string, error) {
+	if l.urlErr != nil {
+		return "", l.urlErr
+	}
+	l.resolveMu.Lock()
+	defer l.resolveMu.Unlock()
+	if l.addr != "" {
+		return l.addr, nil
+	}
+	host, port, err := net.SplitHostPort(l.host)
+	if err != nil {
+		host, port = strings.Trim(l.host, "[]"), "80"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+		ips, lerr := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if lerr != nil {
+			return "", fmt.Errorf("resolve writer: %w", lerr)
+		}
+		ip = ips[0]
+	}
+	l.addr = net.JoinHostPort(ip.Unmap().String(), port)
+	return l.addr, nil
+}
 
 // Closed runs writers closed-loop writers until ctx is done; it returns when all have stopped.
-// A like in flight when ctx ends is allowed to finish (within the client's timeout), so stopping
-// the load does not turn stored likes into errors.
+// Each writer sends its next like when the last is answered. The writers share min(writers,
+// maxConns) connections (times the pipeline depth): writers beyond what the connections carry
+// would only wait for one, as they would in any client's connection pool, so they are not run.
+// A like in flight when ctx ends is allowed to finish (within the timeout), so stopping the load
+// does not turn stored likes into errors.
 func (l *Load) Closed(ctx context.Context, writers int) {
-	var wg sync.WaitGroup
+	if writers < 1 {
+		return
+	}
+	conns := min(l.maxConns, ceilDiv(writers, l.pipeline))
+	inflight := min(writers, conns*l.pipeline)
 	reqCtx := context.WithoutCancel(ctx)
-	for w := range writers {
-		wg.Go(func() { // exits when ctx is done
-			for k := w; ctx.Err() == nil; k += writers {
-				l.like(reqCtx, k%len(l.posts))
-			}
-		})
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() { l.closedConn(ctx, reqCtx, i, conns, inflight) }) // exits when ctx is done
 	}
 	wg.Wait()
 }
 
+// closedConn carries the writers i, i+conns, ... below inflight on one connection until ctx is
+// done. Writer w likes posts w, w+inflight, w+2*inflight, ... (mod the posts), so every post gets
+// its share whatever the number of writers.
+func (l *Load) closedConn(ctx, reqCtx context.Context, i, conns, inflight int) {
+	c := l.getConn()
+	defer l.putConn(c)
+	var next []int
+	for w := i; w < inflight; w += conns {
+		next = append(next, w)
+	}
+	batch := make([]job, len(next))
+	done := ctx.Done()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		for j := range batch {
+			batch[j] = job{post: next[j] % len(l.posts)}
+			next[j] += inflight
+		}
+		l.send(reqCtx, c, batch)
+	}
+}
+
 // Open sends rate likes per second until ctx is done, at most maxInflight at once; a like that
-// would exceed it is counted as skipped (the writer is not keeping up). It returns when every
-// like sent has been answered.
+// would exceed it is counted as skipped (the writer is not keeping up). It sends nothing that
+// falls due after ctx's deadline, and returns when every like sent has been answered.
+//
+// A dispatcher (the calling goroutine) hands the likes as they fall due to connection goroutines
+// over a channel. A like waiting there for a free connection is in flight: its latency counts
+// from when it fell due.
 func (l *Load) Open(ctx context.Context, rate float64, maxInflight int) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	slots := make(chan struct{}, maxInflight)
+	maxInflight = max(maxInflight, 1)
+	// The channel holds at most the likes in flight, so handing one over never blocks.
+	work := make(chan job, maxInflight)
+	var inflight atomic.Int64
 	reqCtx := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	for range min(l.maxConns, ceilDiv(maxInflight, l.pipeline)) {
+		wg.Go(func() { l.openConn(reqCtx, work, &inflight) }) // exits when work is closed and drained
+	}
+	l.dispatch(ctx, rate, maxInflight, work, &inflight)
+	close(work) // the dispatcher, work's only sender, has returned
+	wg.Wait()
+}
+
+// dispatch hands likes to work as they fall due, until ctx is done.
+func (l *Load) dispatch(ctx context.Context, rate float64, maxInflight int, work chan<- job, inflight *atomic.Int64) {
 	start := time.Now()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
@@ -83,141 +235,135 @@ func (l *Load) Open(ctx context.Context, rate float64, maxInflight int) {
 		case now := <-tick.C:
 			// A tick read after ctx's deadline (the loop was descheduled and select chose the
 			// tick over Done) must not send what falls due after it.
-			if dl, ok := ctx.Deadline(); ok && now.After(dl) {
-				now = dl
+			upTo := now
+			if dl, ok := ctx.Deadline(); ok && upTo.After(dl) {
+				upTo = dl
 			}
-			due := int(rate * now.Sub(start).Seconds())
+			due := int(rate * upTo.Sub(start).Seconds())
 			for ; sent < due; sent++ {
-				select {
-				case slots <- struct{}{}:
-				default:
+				if inflight.Load() >= int64(maxInflight) {
 					l.rec.skipped.Add(1)
 					continue
 				}
-				post := sent % len(l.posts)
-				wg.Go(func() { // exits when the like is answered or times out
-					defer func() { <-slots }()
-					l.like(reqCtx, post)
-				})
+				inflight.Add(1) // only here: the connections only take away
+				work <- job{post: sent % len(l.posts), start: now}
 			}
 		}
 	}
 }
 
-type answer struct {
-	PostID string `json:"post_id"`
-	Count  int64  `json:"count"`
-	Liked  bool   `json:"liked"`
+// openConn sends the likes handed over on work on one connection, up to the pipeline depth at
+// once, until work is closed and drained.
+func (l *Load) openConn(ctx context.Context, work <-chan job, inflight *atomic.Int64) {
+	c := l.getConn()
+	defer l.putConn(c)
+	batch := make([]job, 0, l.pipeline)
+	for j := range work {
+		batch = append(batch[:0], j)
+	more:
+		for len(batch) < cap(batch) {
+			select {
+			case j, ok := <-work:
+				if !ok {
+					break more
+				}
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		l.send(ctx, c, batch)
+		inflight.Add(-int64(len(batch)))
+	}
 }
 
-// like sends one like to post p by a fresh user and records the outcome.
-func (l *Load) like(ctx context.Context, p int) {
-	user := l.userBase + strconv.FormatInt(l.seq.Add(1), 36)
-	start := time.Now()
-	count, err := l.send(ctx, l.posts[p], user)
-	l.rec.record(p, count, err, start, time.Now())
+// job is one like to send.
+type job struct {
+	post  int       // index into posts
+	start time.Time // when the like fell due; zero: when it is written (closed loop)
+	seq   int64     // numbers its fresh user
 }
 
-func (l *Load) send(ctx context.Context, post, user string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.writer+"/like/"+post, nil)
+// errClosedEarly ends likes written on a connection that the writer closed before answering them.
+var errClosedEarly = errors.New("writer closed the connection before answering (Connection: close)")
+
+// send sends batch's likes on c, each by a fresh user, written together; then it reads their
+// answers in order and records each like. On an error the connection is closed (the next send
+// dials again) and every like not answered counts as an error.
+func (l *Load) send(ctx context.Context, c *conn, batch []job) {
+	now := time.Now()
+	first := l.seq.Add(int64(len(batch))) - int64(len(batch)) + 1
+	for i := range batch {
+		batch[i].seq = first + int64(i)
+		if batch[i].start.IsZero() {
+			batch[i].start = now
+		}
+	}
+	err := c.ready(ctx, l, now)
+	if err == nil {
+		c.wbuf = l.appendRequests(c.wbuf[:0], batch)
+		if err = c.write(c.wbuf); err != nil {
+			err = exchangeError("send", err, l.timeout)
+		}
+	}
+	answered := 0
+	if err == nil {
+		answered, err = l.answers(c, batch)
+	}
 	if err != nil {
-		return 0, err
+		c.close()
+		end := time.Now()
+		for _, j := range batch[answered:] {
+			l.rec.record(j.post, 0, err, j.start, end)
+		}
 	}
-	req.Header.Set("X-User-ID", user)
-	resp, err := l.client.Do(req)
+}
+
+// answers reads and records the answers to batch, in order. It returns how many it read: fewer
+// than the batch when the connection failed (err) or the writer closed it.
+func (l *Load) answers(c *conn, batch []job) (int, error) {
+	for i, j := range batch {
+		a, err := c.read()
+		if err != nil {
+			return i, exchangeError("answer", err, l.timeout)
+		}
+		count, err := l.judge(a, c.body, j.seq)
+		l.rec.record(j.post, count, err, j.start, time.Now())
+		if a.close {
+			c.close()
+			if i+1 < len(batch) {
+				return i + 1, errClosedEarly
+			}
+		}
+	}
+	return len(batch), nil
+}
+
+// appendRequests appends the requests of batch to dst: no formatting, nothing allocated once dst
+// has grown to a batch's size.
+func (l *Load) appendRequests(dst []byte, batch []job) []byte {
+	for _, j := range batch {
+		dst = append(dst, l.heads[j.post]...)
+		dst = strconv.AppendInt(dst, j.seq, 36)
+		dst = append(dst, "\r\n\r\n"...)
+	}
+	return dst
+}
+
+// judge turns an answer into the like's count or its error. A fresh user's like must be counted:
+// liked:false means the writer did not store it.
+func (l *Load) judge(a answer, body []byte, seq int64) (int64, error) {
+	if a.status != http.StatusOK {
+		return 0, fmt.Errorf("status %d", a.status)
+	}
+	count, liked, err := scanLike(body)
 	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	var a answer
-	if err := json.Unmarshal(body, &a); err != nil {
 		return 0, fmt.Errorf("decode answer: %w", err)
 	}
-	if !a.Liked {
-		return 0, fmt.Errorf("like by fresh user %s not counted", user)
+	if !liked {
+		return 0, fmt.Errorf("like by fresh user %s not counted", l.userBase+strconv.FormatInt(seq, 36))
 	}
-	return a.Count, nil
+	return count, nil
 }
 
-// Recorder keeps what the likes did: per post the highest acknowledged count (which, with fresh
-// users, numbers the likes), and for acknowledgements inside the measurement window their number
-// and latency.
-type Recorder struct {
-	maxCount []atomic.Int64 // per post
-	acked    atomic.Int64
-	errors   atomic.Int64
-	skipped  atomic.Int64
-
-	mu        sync.Mutex
-	lastError string
-
-	window atomic.Pointer[Window]
-}
-
-// Window is the likes acknowledged between Start and End.
-type Window struct {
-	Start, End time.Time
-	Acked      atomic.Int64
-	Errors     atomic.Int64
-	Latency    hist.Histogram // microseconds
-}
-
-// NewRecorder returns a recorder for posts posts.
-func NewRecorder(posts int) *Recorder { return &Recorder{maxCount: make([]atomic.Int64, posts)} }
-
-// SetWindow makes w receive the acknowledgements that fall within it.
-func (r *Recorder) SetWindow(w *Window) { r.window.Store(w) }
-
-// MaxCounts returns per post the highest count acknowledged so far.
-func (r *Recorder) MaxCounts() []int64 {
-	out := make([]int64, len(r.maxCount))
-	for i := range r.maxCount {
-		out[i] = r.maxCount[i].Load()
-	}
-	return out
-}
-
-// Totals returns likes acknowledged, failed, and skipped (open loop at its in-flight limit).
-func (r *Recorder) Totals() (acked, errors, skipped int64) {
-	return r.acked.Load(), r.errors.Load(), r.skipped.Load()
-}
-
-// LastError returns the most recent like error, if any.
-func (r *Recorder) LastError() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastError
-}
-
-func (r *Recorder) record(p int, count int64, err error, start, end time.Time) {
-	w := r.window.Load()
-	in := w != nil && !end.Before(w.Start) && end.Before(w.End)
-	if err != nil {
-		r.errors.Add(1)
-		if in {
-			w.Errors.Add(1)
-		}
-		r.mu.Lock()
-		r.lastError = err.Error()
-		r.mu.Unlock()
-		return
-	}
-	r.acked.Add(1)
-	for {
-		old := r.maxCount[p].Load()
-		if count <= old || r.maxCount[p].CompareAndSwap(old, count) {
-			break
-		}
-	}
-	if in {
-		w.Acked.Add(1)
-		w.Latency.Record(end.Sub(start).Microseconds())
-	}
-}
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
