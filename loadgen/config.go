@@ -31,6 +31,7 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		cfg                    ramp.Config
 		out                    outputs
 		fanout, conns, sources []string
+		writerMetrics          []string
 		maxConnectRate         float64
 		postPrefix, objective  string
 		untilBreak             bool
@@ -40,6 +41,8 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	set := envflag.New("loadgen ramp", getenv, stderr)
 	set.String(&cfg.Writer, "writer", "LOADGEN_WRITER", "http://127.0.0.1:8080", "writer-svc base URL")
+	set.List(&writerMetrics, "writer-metrics", "LOADGEN_WRITER_METRICS", "",
+		"writer-svc replicas whose /metrics give the writers' CPU, when --writer is a balancer that does not pass /metrics; comma-separated, or one URL whose host resolves to several addresses")
 	set.List(&fanout, "fanout", "LOADGEN_FANOUT", "http://127.0.0.1:8090",
 		"fanout-svc base URLs, comma-separated, or one URL whose host resolves to several addresses (one node each)")
 	set.List(&conns, "conns", "LOADGEN_CONNS", "2000,10000,20000,64000", "viewers per phase, increasing, comma-separated")
@@ -102,6 +105,11 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if cfg.Nodes, err = ramp.ResolveNodes(ctx, fanout); err != nil {
 		return cfg, out, err
+	}
+	if len(writerMetrics) > 0 {
+		if cfg.WriterMetrics, err = ramp.ResolveNodes(ctx, writerMetrics); err != nil {
+			return cfg, out, err
+		}
 	}
 	if cfg.WorkerExe, err = os.Executable(); err != nil {
 		return cfg, out, fmt.Errorf("find own executable for workers: %w", err)

@@ -345,11 +345,12 @@ func TestComposeSettingsForSmallHosts(t *testing.T) {
 
 // TestComposeRedisOnItsOwnNetwork: only the services that use Redis share its network, so a node
 // can be cut off from Redis alone (docker network disconnect) while it still serves its viewers.
+// loadgen is among them: it reads Redis's CPU and subscriptions (LOADGEN_REDIS).
 func TestComposeRedisOnItsOwnNetwork(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string][]string{
 		"redis": {"redis"}, "writer-svc": {"default", "redis"}, "fanout-svc": {"default", "redis"},
-		"haproxy": {"default"}, "loadgen": {"default"},
+		"haproxy": {"default"}, "loadgen": {"default", "redis"},
 	}
 	for name, nets := range want {
 		s := p.Services[name]

@@ -216,34 +216,6 @@ func waitPage(t *testing.T, ctx context.Context, expr, what string) {
 	}
 }
 
-// stepScale: the ramp at one replica, then `up --scale fanout-svc=4`: haproxy has four live
-// backends, the README's rerun spreads its viewers over all four, the README's `loadgen compare`
-// of the two ramps names both node counts, and the suite's viewers, opened through haproxy,
-// land on every node.
-func stepScale(t *testing.T, s *stack, c *crowd, got *figures) {
-	s.mustCompose(10*time.Minute, "--profile", "bench", "build", "loadgen")
-	one := s.ramp(t, 1)
-	start := time.Now()
-	s.mustCompose(5*time.Minute, strings.Fields(scaleCommand)...)
-	s.awaitHealthy("fanout-svc", 4, time.Minute)
-	s.awaitBackends(4, 30*time.Second)
-	got.add(t, "scale 1 -> 4: four healthy nodes UP in haproxy %v after the command", time.Since(start).Round(100*time.Millisecond))
-	four := s.ramp(t, 4)
-	got.add(t, "ramp at 1 replica:\n%s", one.table())
-	got.add(t, "ramp at 4 replicas:\n%s", four.table())
-	got.add(t, "loadgen compare, 1 replica vs 4: %s", s.compare(t, one, four))
-
-	c.open(s.stream, 20)
-	s.like(c.post, "seed")
-	c.awaitCount(t, 1, time.Now(), 15*time.Second, "20 viewers through haproxy")
-	per := s.viewersPerNode()
-	for name, n := range per {
-		if n < 4 {
-			t.Errorf("node %s holds %d viewers of the 20 opened through haproxy; want about 5 each (leastconn), got %v", name, n, per)
-		}
-	}
-}
-
 // busiest returns the running node holding the most viewers.
 func (s *stack) busiest(t *testing.T) (node, int) {
 	t.Helper()
@@ -276,10 +248,10 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 		t.Errorf("%s runs again after docker kill; the engine was expected to leave it stopped", victim.name)
 	}
 	start := time.Now()
-	s.mustCompose(5*time.Minute, strings.Fields(scaleCommand)...)
+	s.mustCompose(5*time.Minute, strings.Fields(fmt.Sprintf(scaleCommand, 4))...)
 	s.awaitHealthy("fanout-svc", 4, time.Minute)
 	s.awaitBackends(4, 30*time.Second)
-	got.add(t, "the killed node started again by `docker compose %s` and UP in haproxy %v after the command", scaleCommand, time.Since(start).Round(100*time.Millisecond))
+	got.add(t, "the killed node started again by `docker compose %s` and UP in haproxy %v after the command", fmt.Sprintf(scaleCommand, 4), time.Since(start).Round(100*time.Millisecond))
 
 	victim, held = s.busiest(t)
 	before := s.inspect(victim.name).Restarts

@@ -35,7 +35,16 @@ var suiteSettings = []string{
 	"HEARTBEAT_INTERVAL=" + heartbeat.String(), "STREAM_IDLE_TIMEOUT=" + (2 * heartbeat).String(),
 	"DRAIN_WINDOW=" + drainWindow.String(), "REDIS_GRACE=" + redisGrace.String(),
 	"APPENDFSYNC=always",
+	"FANOUT_CPU_LIMIT=" + fanoutCPULimit, "FANOUT_MEM_LIMIT=" + fanoutMemLimit,
 }
+
+// Each fanout node's budget: a quarter of a CPU and 256 MiB, so that one host shows what more
+// boxes buy (stepScale).
+const (
+	fanoutCPULimit      = "0.25"
+	fanoutMemLimit      = "256m"
+	fanoutMemLimitBytes = 256 << 20
+)
 
 const (
 	heartbeat   = 5 * time.Second

@@ -11,6 +11,7 @@ import (
 // Config is a validated ramp.
 type Config struct {
 	Writer          string   // writer-svc base URL
+	WriterMetrics   []string // each writer replica's base URL, for its /metrics (empty: Writer's)
 	Nodes           []string // fanout-svc base URLs, one per node
 	Conns           []int    // viewers per phase, increasing
 	Posts           int

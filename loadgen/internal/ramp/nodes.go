@@ -14,7 +14,7 @@ import (
 func ResolveNodes(ctx context.Context, raw []string) ([]string, error) {
 	for _, r := range raw {
 		if u, err := url.Parse(r); err != nil || u.Scheme != "http" || u.Host == "" {
-			return nil, fmt.Errorf("fanout URL %q: want http://host:port", r)
+			return nil, fmt.Errorf("URL %q: want http://host:port", r)
 		}
 	}
 	if len(raw) != 1 {
@@ -27,7 +27,7 @@ func ResolveNodes(ctx context.Context, raw []string) ([]string, error) {
 	}
 	addrs, err := net.DefaultResolver.LookupHost(ctx, host)
 	if err != nil {
-		return nil, fmt.Errorf("resolve fanout host %s: %w", host, err)
+		return nil, fmt.Errorf("resolve host %s: %w", host, err)
 	}
 	addrs = preferIPv4(addrs)
 	if len(addrs) < 2 {

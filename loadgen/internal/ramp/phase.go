@@ -27,7 +27,7 @@ type sample struct {
 	max     []int64 // highest acknowledged count per post
 	status  worker.Status
 	nodes   []nodemetrics.Sample
-	writer  nodemetrics.Sample // zero when the writer has no usable /metrics
+	writers []nodemetrics.Sample // a zero Sample for a writer without usable /metrics
 	ownCPU  time.Duration
 	cores   procstat.CoreTimes
 	redis   time.Duration // Redis's CPU time, when redisOK
@@ -44,7 +44,7 @@ func (r *Ramp) sample(ctx context.Context) (sample, error) {
 	var err error
 	wg.Go(func() { s.status, err = r.pool.status() })
 	wg.Go(func() { s.nodes = r.scrapeNodes(ctx) })
-	wg.Go(func() { s.writer, _ = nodemetrics.Scrape(ctx, r.client, r.cfg.Writer) })
+	wg.Go(func() { s.writers = r.scrapeWriters(ctx) })
 	wg.Go(func() { s.redis, s.redisOK = r.redisCPU(ctx) })
 	if r.redis != nil {
 		wg.Go(func() {
@@ -314,8 +314,8 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 		ph.EventsPerNodeCPUSec = report.Float(ph.EventsPerSec / (float64(ph.NodesCPUPct) / 100))
 	}
 	ph.WriterCPUPct, ph.LikesPerWriterCPUSec = report.Float(math.NaN()), report.Float(math.NaN())
-	if !f.s0.writer.At.IsZero() && !f.s1.writer.At.IsZero() {
-		ph.WriterCPUPct = report.Float(nodemetrics.CPUPercent(f.s0.writer, f.s1.writer))
+	if cpu, ok := writersCPU(f.s0.writers, f.s1.writers); ok {
+		ph.WriterCPUPct = report.Float(cpu)
 		if ph.WriterCPUPct > 0 {
 			ph.LikesPerWriterCPUSec = report.Float(ph.LikesPerSec / (float64(ph.WriterCPUPct) / 100))
 		}

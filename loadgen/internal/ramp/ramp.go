@@ -192,6 +192,34 @@ func (r *Ramp) scrapeNodes(ctx context.Context) []nodemetrics.Sample {
 	return out
 }
 
+// scrapeWriters reads every writer's metrics (cfg.WriterMetrics, else the writer URL itself).
+func (r *Ramp) scrapeWriters(ctx context.Context) []nodemetrics.Sample {
+	urls := r.cfg.WriterMetrics
+	if len(urls) == 0 {
+		urls = []string{r.cfg.Writer}
+	}
+	out := make([]nodemetrics.Sample, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() { out[i], _ = nodemetrics.Scrape(ctx, r.client, u) })
+	}
+	wg.Wait()
+	return out
+}
+
+// writersCPU is all writers' CPU between two scrapes, % of one core; false unless every writer
+// answered both.
+func writersCPU(s0, s1 []nodemetrics.Sample) (float64, bool) {
+	var sum float64
+	for i := range s0 {
+		if s0[i].At.IsZero() || s1[i].At.IsZero() {
+			return 0, false
+		}
+		sum += nodemetrics.CPUPercent(s0[i], s1[i])
+	}
+	return sum, len(s0) > 0
+}
+
 // redisCPU returns Redis's CPU time so far, and false without --redis or when it cannot be read.
 func (r *Ramp) redisCPU(ctx context.Context) (time.Duration, bool) {
 	if r.redis == nil {
