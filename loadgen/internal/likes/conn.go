@@ -15,9 +15,11 @@ import (
 const readBuffer = 4096
 
 // idleRedial is how long a connection may sit unused before it is redialled instead of reused:
-// well under the writer's keep-alive idle timeout (60 s by default), so the writer never closes a
-// connection just as a like is written on it. There is no background reader to notice that.
-const idleRedial = 20 * time.Second
+// well under the shortest keep-alive idle timeout in front of a writer (haproxy's 10 s in
+// compose/haproxy.cfg; the writer's own is 60 s), so nothing closes a connection just as a like is
+// written on it. There is no background reader to notice that. Seen with 20 s through haproxy:
+// the first like of each ramp step failed with "closed the connection before answering".
+const idleRedial = 4 * time.Second
 
 // dialPause is how long a connection's goroutine waits after a failed dial, so a writer that is
 // down costs a few errors per connection and millisecond, not a spinning core.
