@@ -196,6 +196,9 @@ lg_errors=$(field like_errors)
 echo "generator  likes/s  writer_us   gen_us  redis_us  gen/writer  errors   (load average $load, interval ${DURATION}s, $CONNS connections)"
 figures wrk "${wrk_errors:--}"
 figures loadgen "$lg_errors"
-echo "loadgen's own report of its window: $(field likes_per_sec) likes/s, generator CPU $(field generator_cpu_pct)%, writer CPU $(field writer_cpu_pct)%, redis CPU $(field redis_cpu_pct)%"
+# round NUMBER: to a whole number; - stays -.
+round() { awk -v v="$1" 'BEGIN { if (v == "-" || v == "null") print "-"; else printf "%.0f", v }'; }
+echo "loadgen's own report of its window: $(round "$(field likes_per_sec)") likes/s, generator CPU" \
+  "$(round "$(field generator_cpu_pct)")%, writer CPU $(round "$(field writer_cpu_pct)")%, redis CPU $(round "$(field redis_cpu_pct)")%"
 awk -v hz="$HZ" '{ likes = $7 - $2; if (likes > 0) { r = ($9 - $4) / ($8 - $3)
   printf "requirement gen/writer <= 0.5 for loadgen: %s (%.2f)\n", (r <= 0.5 ? "met" : "NOT met"), r } }' "$OUT/loadgen.samples"
