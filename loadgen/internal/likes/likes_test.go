@@ -440,3 +440,49 @@ func TestPipelineConnectionClose(t *testing.T) {
 		t.Fatalf("acked %d, errors %d, last %q; want 1 acked and 3 errors naming Connection: close", acked, errs, l.Recorder().LastError())
 	}
 }
+
+// TestOpenLoopFewConnsAtLowRate: at a rate one connection carries, the open loop keeps using the
+// connection that was idle for the shortest time instead of cycling through all of them (each
+// would sit idle long enough to be redialled).
+func TestOpenLoopFewConnsAtLowRate(t *testing.T) {
+	srv, conns := serve(t, func(w http.ResponseWriter, _ *http.Request) { answerJSON(w, 1, true) })
+	l := New(srv.URL, []string{"a"}, "u", 64, 5*time.Second)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	l.Open(ctx, 200, 64)
+	acked, errs, _ := l.Recorder().Totals()
+	if acked < 10 || errs != 0 {
+		t.Fatalf("acked %d, errors %d (last %q); want many acked and none failed", acked, errs, l.Recorder().LastError())
+	}
+	if got := conns.Load(); got > 8 {
+		t.Fatalf("%d likes at 200/s used %d connections; want a few", acked, got)
+	}
+}
+
+// TestOpenLoopPipelineBacklog: with every connection busy, due likes wait in the backlog and go
+// out pipelined; each is answered once.
+func TestOpenLoopPipelineBacklog(t *testing.T) {
+	cw := &countingWriter{counts: map[string]int64{}, users: map[string]bool{}}
+	srv, conns := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+		cw.ServeHTTP(w, r)
+	})
+	l := New(srv.URL, []string{"a"}, "u", 2, 5*time.Second, WithPipeline(8))
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	l.Open(ctx, 2000, 64)
+	acked, errs, skipped := l.Recorder().Totals()
+	if acked < 50 || errs != 0 {
+		t.Fatalf("acked %d, errors %d (last %q), skipped %d; want many acked and none failed", acked, errs, l.Recorder().LastError(), skipped)
+	}
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if cw.counts["a"] != acked {
+		t.Errorf("writer counted %d likes; loadgen acked %d", cw.counts["a"], acked)
+	}
+	if got := conns.Load(); got != 2 {
+		t.Errorf("server accepted %d connections; want 2", got)
+	}
+}
