@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# images-offline.sh — `make images-offline`: local stand-ins for the four base images that
+# images-offline.sh — `make images-offline`: local stand-ins for the five base images that
 # docker-compose.yml and build/Dockerfile name, for a machine whose Docker engine cannot pull
 # from a registry. Users with a registry never need it: `docker compose up --build` pulls the
 # real images.
@@ -19,6 +19,10 @@
 #                  the build stage reaches the module proxy as this machine does
 #   STATIC_IMAGE   likes-offline/static:nonroot    distroless-like: no shell, no package manager,
 #                  /etc/passwd with nonroot (65532), Debian's CA certificates and time zones
+#   PROMETHEUS_IMAGE likes-offline/prometheus:<release>  Debian's prometheus (on a root file
+#                  system of its own, so the others' stays small) + wget (for the health check),
+#                  running /usr/bin/prometheus as nobody with its data in /prometheus, as the
+#                  official image does; its UI is Debian's classic one (/classic/graph)
 #
 # It also installs what the Dockerfile's BuildKit features need when the machine lacks them
 # (Debian 12 ships Engine 20.10 with Compose 1.29 only): the Compose v2 CLI plugin and buildx,
@@ -40,6 +44,9 @@ BUILDX_VERSION=${BUILDX_VERSION:-v0.38.2}
 PLUGINS=${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 PACKAGES=(redis-server redis-tools haproxy wget ca-certificates tzdata)
+# Prometheus has a root file system of its own: its binaries and web assets would bloat every
+# image built on the shared one, and a change here leaves that one's cache key alone.
+PROMETHEUS_PACKAGES=(prometheus wget ca-certificates)
 
 say() { echo "images-offline: $*" >&2; }
 die() {
@@ -126,12 +133,15 @@ debian_mirror() {
   done
 }
 
-# rootfs_tar writes (or reuses) a tarball of a minbase root file system with PACKAGES and prints
-# its path. A tarball is only ever renamed into place when debootstrap succeeded, so a cut-off
-# run never leaves a half-made one to be reused.
+# rootfs_tar CODENAME MIRROR PACKAGE... writes (or reuses) a tarball of a minbase root file
+# system with the packages and prints its path; the cache key is the release, the mirror and the
+# package list. A tarball is only ever renamed into place when debootstrap succeeded, so a
+# cut-off run never leaves a half-made one to be reused.
 rootfs_tar() {
   local codename=$1 mirror=$2 key tar work
-  key=$(printf '%s\n' "$codename" "$mirror" "${PACKAGES[@]}" | sha256sum | cut -c1-12)
+  shift 2
+  local packages=("$@")
+  key=$(printf '%s\n' "$codename" "$mirror" "${packages[@]}" | sha256sum | cut -c1-12)
   tar="$OFFLINE_DIR/rootfs-$codename-$key.tar"
   if [[ -s $tar ]]; then
     say "reusing $tar"
@@ -139,10 +149,10 @@ rootfs_tar() {
     return
   fi
   work=$(mktemp -d)
-  say "debootstrap $codename from $mirror with ${PACKAGES[*]}"
+  say "debootstrap $codename from $mirror with ${packages[*]}"
   if ! debootstrap --variant=minbase --include="$(
     IFS=,
-    echo "${PACKAGES[*]}"
+    echo "${packages[*]}"
   )" "$codename" "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1; then
     tail -20 "$work/debootstrap.log" >&2
     rm -rf "$work"
@@ -181,7 +191,7 @@ main() {
   [[ -n $codename ]] || die "/etc/os-release names no VERSION_CODENAME; not a Debian-like machine"
   mirror=$(debian_mirror "$codename" | head -1)
   [[ -n $mirror ]] || die "no apt source for $codename main in /etc/apt/sources.list{,.d/*}"
-  tar=$(rootfs_tar "$codename" "$mirror")
+  tar=$(rootfs_tar "$codename" "$mirror" "${PACKAGES[@]}")
   base=likes-offline/debian:$codename
   "$DOCKER" import "$tar" "$base" >/dev/null
   say "imported $base"
@@ -256,10 +266,29 @@ EOF
     --change 'USER 65532:65532' --change 'WORKDIR /home/nonroot' - likes-offline/static:nonroot >/dev/null
   say "imported likes-offline/static:nonroot"
 
+  # Like the official image: prometheus as nobody, its data in /prometheus; the compose file
+  # gives the command line (the defaults here are the official image's).
+  local prom_tar prom_base=likes-offline/debian-prometheus:$codename
+  prom_tar=$(rootfs_tar "$codename" "$mirror" "${PROMETHEUS_PACKAGES[@]}")
+  "$DOCKER" import "$prom_tar" "$prom_base" >/dev/null
+  say "imported $prom_base"
+  mkdir -p "$work/prometheus"
+  cat >"$work/prometheus/Dockerfile" <<EOF
+FROM $prom_base
+RUN mkdir -p /prometheus && chown nobody:nogroup /prometheus
+USER nobody
+WORKDIR /prometheus
+EXPOSE 9090
+ENTRYPOINT ["/usr/bin/prometheus"]
+CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]
+EOF
+  build_image "likes-offline/prometheus:$codename" "$work/prometheus"
+
   local env="$OFFLINE_DIR/images.env"
   mkdir -p "$OFFLINE_DIR"
   printf '%s\n' "REDIS_IMAGE=likes-offline/redis:$codename" "HAPROXY_IMAGE=likes-offline/haproxy:$codename" \
-    "GO_IMAGE=likes-offline/golang:$go_version" "STATIC_IMAGE=likes-offline/static:nonroot" >"$env"
+    "GO_IMAGE=likes-offline/golang:$go_version" "STATIC_IMAGE=likes-offline/static:nonroot" \
+    "PROMETHEUS_IMAGE=likes-offline/prometheus:$codename" >"$env"
   say "done; select the stand-ins with these Compose variables (also in $env):"
   sed 's/^/  export /' "$env"
 }
