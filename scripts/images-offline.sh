@@ -7,7 +7,8 @@
 # Each stand-in is built from Debian packages: debootstrap writes a root file system (minbase,
 # the machine's own Debian release, the mirror taken from its apt configuration), apt installs
 # what the image needs, and `docker import` turns it into an image. It then prints the Compose
-# variables that select the stand-ins; the same lines are written to $OFFLINE_DIR/images.env:
+# variables that select the stand-ins; the same lines are written to $OFFLINE_DIR/images.env,
+# and added to the repository's .env, which Compose reads by itself (see below):
 #
 #   REDIS_IMAGE    likes-offline/redis:<release>    redis-server + redis-cli (for the health check);
 #                  like the official image it runs redis-server as user redis with protected mode
@@ -24,6 +25,13 @@
 #                  running /usr/bin/prometheus as nobody with its data in /prometheus, as the
 #                  official image does; its UI is Debian's classic one (/classic/graph)
 #
+# .env: Compose reads $DOTENV for every variable the shell leaves unset, so after this script a
+# plain `docker compose up --build --wait` works here. scripts/offline-env.sh adds the variables
+# above and, when docker-compose.yml's default open-file limits are more than this engine grants
+# a container (asked of the engine: `ulimit -Hn` in a container), NOFILE, HAPROXY_NOFILE and
+# HAPROXY_MAXCONN that fit. It only adds variables .env does not set: a user's values, comments
+# and order stay as they are.
+#
 # It also installs what the Dockerfile's BuildKit features need when the machine lacks them
 # (Debian 12 ships Engine 20.10 with Compose 1.29 only): the Compose v2 CLI plugin and buildx,
 # built from source with this machine's Go into ~/.docker/cli-plugins (or $DOCKER_CONFIG).
@@ -33,12 +41,14 @@
 #                 that reaches the engine
 #   OFFLINE_DIR   .run/offline: the root file system cache (rootfs-*.tar, reused while the
 #                 release, mirror and package list are the same) and images.env
+#   DOTENV        .env (in the repository, beside docker-compose.yml): the file Compose reads
 #   COMPOSE_VERSION v2.40.3   BUILDX_VERSION v0.38.2   (built when missing)
 # Needs root, debootstrap and a running engine (`dockerd`; .ci/run starts one).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 OFFLINE_DIR=${OFFLINE_DIR:-.run/offline}
+DOTENV=${DOTENV:-.env}
 COMPOSE_VERSION=${COMPOSE_VERSION:-v2.40.3}
 BUILDX_VERSION=${BUILDX_VERSION:-v0.38.2}
 PLUGINS=${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins
@@ -175,6 +185,12 @@ build_image() {
   say "built $1"
 }
 
+# nofile_cap IMAGE prints the hard open-file limit the engine gives a container of IMAGE (a
+# number, or "unlimited").
+nofile_cap() {
+  "$DOCKER" run --rm --network none --entrypoint sh "$1" -c 'ulimit -H -n'
+}
+
 go_env_lines() {
   local v val
   for v in GOPROXY GOFLAGS GOSUMDB GONOSUMDB GOPRIVATE GONOPROXY GOINSECURE; do
@@ -289,7 +305,12 @@ EOF
   printf '%s\n' "REDIS_IMAGE=likes-offline/redis:$codename" "HAPROXY_IMAGE=likes-offline/haproxy:$codename" \
     "GO_IMAGE=likes-offline/golang:$go_version" "STATIC_IMAGE=likes-offline/static:nonroot" \
     "PROMETHEUS_IMAGE=likes-offline/prometheus:$codename" >"$env"
-  say "done; select the stand-ins with these Compose variables (also in $env):"
+  local cap
+  cap=$(nofile_cap "$base") || die "could not run a container of $base to ask for its open-file limit"
+  say "a container gets at most $cap open files from this engine"
+  scripts/offline-env.sh --nofile-cap "$cap" "$env" "$DOTENV"
+  say "done; docker compose in this directory now uses the stand-ins ($DOTENV). The variables that"
+  say "select them, for a shell or another directory (also in $env):"
   sed 's/^/  export /' "$env"
 }
 
