@@ -247,6 +247,8 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 	if st := s.inspect(victim.name); st.Running {
 		t.Errorf("%s runs again after docker kill; the engine was expected to leave it stopped", victim.name)
 	}
+	a := s.awaitAlert(t, "LikesNodeDown", 20*time.Second, victim.instance())
+	got.add(t, "prometheus: %v, active %v after the kill", a, a.ActiveAt.Sub(killed).Round(100*time.Millisecond))
 	start := time.Now()
 	s.mustCompose(5*time.Minute, strings.Fields(fmt.Sprintf(scaleCommand, 4))...)
 	s.awaitHealthy("fanout-svc", 4, time.Minute)
@@ -290,6 +292,7 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 	}
 	flowing("before the restart")
 	start := time.Now()
+	restarted := start
 	s.mustCompose(2*time.Minute, "restart", "redis")
 	s.awaitHealthy("redis", 1, time.Minute)
 	flowing("after the restart")
@@ -304,6 +307,9 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 	s.awaitHealthy("redis", 1, time.Minute)
 	flowing("after the kill")
 	got.add(t, "docker kill redis, then compose start redis: likes flowing again %v after the kill", time.Since(start).Round(100*time.Millisecond))
+	a := s.awaitAlert(t, "LikesWriterRedisErrors", 20*time.Second)
+	got.add(t, "prometheus: %v, active %v after `compose restart redis` (the kill came %v after it)",
+		a, a.ActiveAt.Sub(restarted).Round(100*time.Millisecond), start.Sub(restarted).Round(100*time.Millisecond))
 	flow.Stop()
 
 	stored, sent := s.storedCount(c.post), flow.Sent()
@@ -354,6 +360,10 @@ func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
 		}
 		got.add(t, "node cut off Redis alone holding %d of 20 viewers: all on the new count in %v (REDIS_GRACE %v + DRAIN_WINDOW %v; limit %v)",
 			held, took.Round(10*time.Millisecond), redisGrace, drainWindow, limit)
+		for _, name := range []string{"LikesRedisUnreachable", "LikesViewersShed"} {
+			a := s.awaitAlert(t, name, 15*time.Second, victim.instance())
+			got.add(t, "prometheus: %v, active %v after the cut", a, a.ActiveAt.Sub(cut).Round(100*time.Millisecond))
+		}
 		s.mustDocker("network", "connect", "--alias", "fanout-svc", network("redis"), victim.name)
 		back := time.Now()
 		poll.Until(t, 30*time.Second, victim.name+" to reach Redis again", func() bool { return victim.metric("likes_fanout_redis_reachable") == 1 })

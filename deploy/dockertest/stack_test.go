@@ -53,7 +53,7 @@ const (
 )
 
 // baseImageVars are the Compose variables that select base images.
-var baseImageVars = []string{"REDIS_IMAGE", "HAPROXY_IMAGE", "GO_IMAGE", "STATIC_IMAGE"}
+var baseImageVars = []string{"REDIS_IMAGE", "HAPROXY_IMAGE", "GO_IMAGE", "STATIC_IMAGE", "PROMETHEUS_IMAGE"}
 
 // defaultRedisImage is docker-compose.yml's default REDIS_IMAGE: whether the engine can pull it
 // tells whether a registry answers.
@@ -67,15 +67,19 @@ type stack struct {
 	pages  string   // the same streams port by the name the page's CORS setting allows
 	stream string   // haproxy's streams port, http://127.0.0.1:N
 	stats  string   // haproxy's stats page
+	prom   string   // Prometheus (the monitoring profile), http://127.0.0.1:N
 }
 
 // newStack prepares the project (removing what an earlier, interrupted run left) and takes it
 // down with its volume when the test ends, also on failure.
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	likes, streams, monitor := freeport.Port(t), freeport.Port(t), freeport.Port(t)
+	likes, streams, monitor, prom := freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t)
 	env := append(slices.Clone(suiteSettings), "COMPOSE_PROJECT_NAME="+project,
-		"LIKES_PORT="+strconv.Itoa(likes), "STREAMS_PORT="+strconv.Itoa(streams), "MONITOR_PORT="+strconv.Itoa(monitor))
+		"LIKES_PORT="+strconv.Itoa(likes), "STREAMS_PORT="+strconv.Itoa(streams), "MONITOR_PORT="+strconv.Itoa(monitor),
+		// Every command without a --profile of its own (up, scale, down) includes Prometheus,
+		// which the fault steps ask for the alerts they should raise.
+		"COMPOSE_PROFILES=monitoring", "PROMETHEUS_PORT="+strconv.Itoa(prom))
 	env = append(env, imageSettings(t)...)
 	s := &stack{
 		t: t, env: env,
@@ -83,16 +87,17 @@ func newStack(t *testing.T) *stack {
 		stream: fmt.Sprintf("http://127.0.0.1:%d", streams),
 		pages:  fmt.Sprintf("http://localhost:%d", streams),
 		stats:  fmt.Sprintf("http://127.0.0.1:%d/stats", monitor),
+		prom:   fmt.Sprintf("http://127.0.0.1:%d", prom),
 	}
-	if _, err := s.compose(2*time.Minute, "--profile", "bench", "down", "-v", "--remove-orphans", "--timeout", "5"); err != nil {
+	if _, err := s.compose(2*time.Minute, "--profile", "bench", "--profile", "monitoring", "down", "-v", "--remove-orphans", "--timeout", "5"); err != nil {
 		t.Fatalf("clear an earlier run's project: %v", err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := s.compose(time.Minute, "--profile", "bench", "logs", "--no-color", "--tail", "40")
+			out, _ := s.compose(time.Minute, "--profile", "bench", "--profile", "monitoring", "logs", "--no-color", "--tail", "40")
 			t.Logf("compose logs (last 40 lines per container):\n%s", out)
 		}
-		if _, err := s.compose(3*time.Minute, "--profile", "bench", "down", "-v", "--remove-orphans", "--timeout", "5"); err != nil {
+		if _, err := s.compose(3*time.Minute, "--profile", "bench", "--profile", "monitoring", "down", "-v", "--remove-orphans", "--timeout", "5"); err != nil {
 			t.Errorf("down -v at the end: %v", err)
 		}
 	})
