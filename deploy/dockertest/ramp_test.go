@@ -16,7 +16,7 @@ import (
 // The README's scale-and-rerun commands, run here as written (after `docker compose`), with
 // shorter phases and --json appended for the test to read the result.
 const (
-	// scaleCommand is given the replicas to scale to (the README shows 4; the suite also runs 2).
+	// scaleCommand is given the replicas to scale to (the README shows 4).
 	scaleCommand = "up -d --wait --scale fanout-svc=%d"
 	rerunCommand = "--profile bench run --rm --no-deps loadgen ramp --until-break --conns 250 --rate 100"
 	rampShort    = "--warmup 2s --window 8s --json"
