@@ -32,7 +32,7 @@ type Config struct {
 	MaxInflight     int // open loop: likes in flight at most
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
-	Search      *Search  // --until-break; nil: one phase per Conns
+	Search      *Search // --until-break; nil: one phase per Conns
 	RedisPrefix string  // key and channel prefix of the deployment (for PUBSUB NUMSUB)
 
 	// WorkerExe and WorkerArgs start one worker process (normally this binary, "worker").

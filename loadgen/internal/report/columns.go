@@ -50,7 +50,7 @@ var columns = []column{
 	{"gen saturated", "generator_saturated", func(p *Phase) string { return yes(p.GenSaturated) }},
 	{"watching/s", "watching_per_sec", func(p *Phase) string { return f0(p.WatchingPerSec) }},
 	{"watch reports/s", "watching_reports_per_sec", func(p *Phase) string { return p.WatchingReportsPerSec.format(0) }},
-	{"slo", "slo_broken", func(p *Phase) string { return verdict(p) }},
+	{"slo", "slo_broken", verdict},
 }
 
 // subscribers renders a phase's Redis subscribers per post, "4" or "3-4"; "-" when unread.

@@ -82,7 +82,7 @@ func IngressRoute(ings []*networkingv1.Ingress, host, path string) (string, erro
 				p := &r.HTTP.Paths[i]
 				ok, err := pathMatches(p, path)
 				if err != nil {
-					return "", fmt.Errorf("Ingress %s: %w", ing.Name, err)
+					return "", fmt.Errorf("ingress %s: %w", ing.Name, err)
 				}
 				if ok && (best == nil || outranks(p, best)) {
 					best = p

@@ -1,6 +1,7 @@
 package routestest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,9 +57,9 @@ func TestIngressRoute(t *testing.T) {
 			t.Errorf("IngressRoute(%s, %s) = %q, %v; want %q", tt.host, tt.path, got, err, tt.want)
 		}
 	}
-	withDefault := append(ings, &networkingv1.Ingress{Spec: networkingv1.IngressSpec{
+	withDefault := slices.Concat(ings, []*networkingv1.Ingress{{Spec: networkingv1.IngressSpec{
 		DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "catchall"}},
-	}})
+	}}})
 	if got, _ := IngressRoute(withDefault, "h", "/metrics"); got != "catchall" {
 		t.Errorf("with a defaultBackend, /metrics goes to %q; want catchall", got)
 	}
