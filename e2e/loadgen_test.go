@@ -152,10 +152,11 @@ func TestLoadgenReportsRefusalsAsCapped(t *testing.T) {
 			t.Fatalf("table lacks %q:\n%s", want, table)
 		}
 	}
-	// The row: conns 80, open 50, failed 0, refused 30, dropped 0, ..., delivery 100.00.
+	// The row: conns 80, open 50, failed 0, refused 30, dropped 0, upd/s, likes/s, skipped, like
+	// err, like p50, like p99, events/s, delivery 100.00.
 	lines := strings.Split(table, "\n")
 	fields := strings.Fields(lines[2])
-	if len(fields) < 12 || fields[0] != "80" || fields[1] != "50" || fields[2] != "0" || fields[3] != "30" || fields[10] != "100.00" {
+	if len(fields) < 13 || fields[0] != "80" || fields[1] != "50" || fields[2] != "0" || fields[3] != "30" || fields[12] != "100.00" {
 		t.Fatalf("phase row %q; want 80 wanted, 50 open, 0 failed, 30 refused, delivery 100.00", lines[2])
 	}
 }
