@@ -19,14 +19,16 @@ func TestLoadgenFeed(t *testing.T) {
 		"--conns", "100", "--posts", "25", "--feed", "20", "--rate", "25", "--warmup", "500ms", "--window", "2s",
 		"--redis", redis.Addr, "--json")
 	var res struct {
-		Feed   int `json:"feed"`
-		Phases []struct {
+		Feed      int      `json:"feed"`
+		RedisIdle *float64 `json:"redis_idle_cpu_pct"`
+		Phases    []struct {
 			Open        int      `json:"conns_open"`
 			Delivery    float64  `json:"delivery_pct"`
 			Convergence float64  `json:"convergence_pct"`
 			Converged   int      `json:"converged"`
 			Expected    int64    `json:"events_expected"`
 			RedisCPU    *float64 `json:"redis_cpu_pct"`
+			RedisUS     *float64 `json:"redis_us_per_like"`
 			Posts       []struct {
 				Viewers int `json:"viewers"`
 			} `json:"posts"`
@@ -54,5 +56,8 @@ func TestLoadgenFeed(t *testing.T) {
 	}
 	if ph.RedisCPU == nil || *ph.RedisCPU <= 0 {
 		t.Errorf("redis CPU %v; want a figure from INFO cpu", ph.RedisCPU)
+	}
+	if res.RedisIdle == nil || *res.RedisIdle < 0 || ph.RedisUS == nil || *ph.RedisUS < 0 {
+		t.Errorf("redis idle CPU and CPU per like missing or negative; want both measured (the idle second before the load, and the phase's CPU less it)\n%s", out)
 	}
 }

@@ -271,7 +271,11 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 		used := (f.s1.redis - f.s0.redis).Seconds()
 		ph.RedisCPUPct = report.Float(used / dt * 100)
 		if likes := ph.LikesPerSec * dt; likes > 0 {
-			ph.RedisMicrosPerLike = report.Float(used / likes * 1e6)
+			idle := r.redisIdle * dt
+			if math.IsNaN(idle) {
+				idle = 0
+			}
+			ph.RedisMicrosPerLike = report.Float(max(used-idle, 0) / likes * 1e6)
 		}
 	}
 	if f.s1.subs != nil {

@@ -34,6 +34,10 @@ type Ramp struct {
 	redis    *redisView   // CPU and subscriptions; nil without cfg.Redis
 	baseline []nodemetrics.Sample
 	genCPUs  int
+	// redisIdle is Redis's CPU per second of wall time before any load (its own housekeeping and
+	// the nodes' health checks): a phase's Redis CPU per like leaves it out, or at a few hundred
+	// likes a second it would be most of the figure.
+	redisIdle float64
 }
 
 // Run executes the ramp phase by phase. It returns the phases completed so far even when it stops
@@ -55,7 +59,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		Started: time.Now().UTC().Format(time.RFC3339), Command: cfg.Command, Writer: cfg.Writer,
 		Nodes: cfg.Nodes, Posts: cfg.Posts, Feed: cfg.Feed, Mode: cfg.Mode(), Warmup: cfg.Warmup.String(),
 		Window: cfg.Window.String(), Sources: len(cfg.Sources), GenCPUs: r.genCPUs, MemMethod: MemMethod,
-		Objective: cfg.Objective.String(),
+		Objective: cfg.Objective.String(), RedisIdleCPUPct: report.Float(math.NaN()),
 	}
 	if soft, err := procstat.RaiseNoFile(); err != nil {
 		r.progress.line("loadgen: could not raise the open-file limit (soft %d): %v", soft, err)
@@ -81,6 +85,10 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		if !s.At.IsZero() && s.Viewers > 0 {
 			r.progress.line("loadgen: node %s already has %.0f viewers: memory per connection includes theirs", cfg.Nodes[i], s.Viewers)
 		}
+	}
+	if r.redis != nil {
+		r.redisIdle = r.idleRedisCPU(ctx)
+		res.RedisIdleCPUPct = report.Float(r.redisIdle * 100)
 	}
 	if cfg.Search != nil {
 		return res, r.search(ctx, res)
@@ -231,6 +239,26 @@ func (r *Ramp) redisCPU(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	return cpu, true
+}
+
+// redisIdleWindow is how long the ramp watches Redis before any load to learn its idle CPU.
+const redisIdleWindow = time.Second
+
+// idleRedisCPU returns Redis's CPU seconds per second over redisIdleWindow with no load, or NaN
+// when it cannot be read (then nothing is left out of the phases' figures).
+func (r *Ramp) idleRedisCPU(ctx context.Context) float64 {
+	t0 := time.Now()
+	c0, ok0 := r.redisCPU(ctx)
+	select {
+	case <-ctx.Done():
+		return math.NaN()
+	case <-time.After(redisIdleWindow):
+	}
+	c1, ok1 := r.redisCPU(ctx)
+	if !ok0 || !ok1 {
+		return math.NaN()
+	}
+	return (c1 - c0).Seconds() / time.Since(t0).Seconds()
 }
 
 // rss returns a sample's RSS, NaN for a failed scrape.

@@ -14,6 +14,9 @@ type Result struct {
 	Sources   int      `json:"source_addresses"`
 	GenCPUs   int      `json:"generator_cpus"` // CPUs the generator may run on
 	MemMethod string   `json:"mem_per_conn_method"`
+	// RedisIdleCPUPct is Redis's CPU, % of one core, over a second before any load: what the
+	// phases' Redis CPU per like leaves out. Null without --redis.
+	RedisIdleCPUPct Float `json:"redis_idle_cpu_pct"`
 	// Objective is the service level objective every phase was judged by (--slo).
 	Objective string `json:"slo"`
 	// Capacity is what --until-break found; nil for a ramp over fixed counts.
@@ -105,7 +108,8 @@ type Phase struct {
 	MemPerConnIdleB      Float `json:"mem_per_conn_idle_bytes"`
 	MemPerConnB          Float `json:"mem_per_conn_bytes"`
 	// RedisCPUPct is redis-server's CPU over the window (INFO cpu), % of one core, and
-	// RedisMicrosPerLike that divided by the likes acknowledged; null without --redis.
+	// RedisMicrosPerLike that, less Redis's idle CPU (Result.RedisIdleCPUPct), divided by the
+	// likes acknowledged; null without --redis.
 	RedisCPUPct        Float `json:"redis_cpu_pct"`
 	RedisMicrosPerLike Float `json:"redis_us_per_like"`
 	// Subscribers are the Redis subscriptions of the ramp's posts at the end of the window; nil
