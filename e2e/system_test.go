@@ -66,6 +66,14 @@ func TestLikesReachViewersOnTwoNodes(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"count":200`) {
 		t.Errorf("GET /count/42 = %d %s; want count 200", code, body)
 	}
+	// Each node measured the way from Redis to its viewers: at least one write pass, and every
+	// pass within the 5 s the histogram's buckets reach on this loopback stack.
+	for _, n := range nodes {
+		count, within := n.Metric(t, "likes_fanout_delivery_seconds_count"), n.Metric(t, `likes_fanout_delivery_seconds_bucket{le="5"}`)
+		if count < 1 || within != count {
+			t.Errorf("%s: %v delivery samples, %v of them within 5 s; want at least one, all within", n.Name, count, within)
+		}
+	}
 }
 
 // TestMultiPostStreamAndUnlike follows three posts on one connection: each post's updates

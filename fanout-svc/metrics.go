@@ -39,6 +39,22 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 	counter("likes_fanout_resyncs_total", "Posts re-read after a resubscription.", func() float64 { return float64(rs.Resyncs.Load()) })
 	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection or a moved slot.", func() float64 { return float64(rs.Reconnects.Load()) })
 	counter("likes_fanout_slot_reroutes_total", "Redis Cluster slots whose subscriptions moved to another node.", func() float64 { return float64(rs.Reroutes.Load()) })
+	reg.MustRegister(deliveryCollector{d: &hs.Delivery})
+}
+
+// deliveryDesc describes the node's delivery histogram (hub.Delivery says what it measures).
+var deliveryDesc = prometheus.NewDesc("likes_fanout_delivery_seconds",
+	"Seconds from a change stored in Redis to its frame written to this node's viewers, per post per write pass.", nil, nil)
+
+// deliveryCollector exposes hub.Delivery, which the shards keep in atomics of their own (a
+// prometheus.Histogram would be an Observe per post on the hot path), as a histogram.
+type deliveryCollector struct{ d *hub.Delivery }
+
+func (c deliveryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- deliveryDesc }
+
+func (c deliveryCollector) Collect(ch chan<- prometheus.Metric) {
+	count, sum, buckets := c.d.Snapshot()
+	ch <- prometheus.MustNewConstHistogram(deliveryDesc, count, sum, buckets)
 }
 
 // registerWatchingMetrics exposes what "watching now" costs: numbers added to Redis (what a ramp

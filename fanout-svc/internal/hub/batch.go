@@ -153,7 +153,11 @@ func (s *shard) flushBatches() {
 			s.write(v, buf, frames)
 		}
 	}
+	now := wallMicros()
 	for i, sp := range s.batch.posts {
+		if !sp.gone && sp.batchFrames > 0 {
+			s.counts.delivery.observe(now - sp.batchFirstTS)
+		}
 		sp.inBatch = false
 		s.batch.posts[i] = nil
 	}

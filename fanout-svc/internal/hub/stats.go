@@ -19,12 +19,14 @@ type Stats struct {
 	// Watching numbers (watching.go): changed numbers accepted, frames handed to sockets.
 	WatchingUpdates atomic.Int64
 	WatchingSent    atomic.Int64
+	Delivery        Delivery // Redis to this node's viewers, per post per write pass
 }
 
 // counts is a shard's local tally, flushed into Stats once per loop iteration.
 type counts struct {
 	framesSent, conflated, writes, writeErrors, disconnects, stalled, heartbeats, bytes int64
 	watchingSent                                                                        int64
+	delivery                                                                            deliveryTally
 }
 
 func (c *counts) flushTo(s *Stats) {
@@ -40,5 +42,8 @@ func (c *counts) flushTo(s *Stats) {
 	s.Heartbeats.Add(c.heartbeats)
 	s.BytesWritten.Add(c.bytes)
 	s.WatchingSent.Add(c.watchingSent)
+	if c.delivery != (deliveryTally{}) {
+		c.delivery.flushTo(&s.Delivery)
+	}
 	*c = counts{}
 }
