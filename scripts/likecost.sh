@@ -57,44 +57,14 @@ mkdir -p "$OUT"
 exec 9>/tmp/likes-bench.lock
 flock -w 900 9 || die "another measurement has held /tmp/likes-bench.lock for 15 minutes"
 
-pids=()
-cleanup() {
-  local code=$?
-  trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do # up to 5 s for a graceful exit
-    local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive == 0 ]] && break
-    sleep 0.1
-  done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  exit "$code"
-}
-trap cleanup EXIT INT TERM
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+LOG_DIR=$OUT
+# shellcheck source=lib/procs.sh
+source scripts/lib/procs.sh
 for p in "$REDIS_PORT" "$WRITER_PORT" "$FANOUT_PORT"; do
   port_free "$p" || die "port $p is in use: set LIKECOST_PORT_BASE"
 done
-
-# wait_http URL NAME: poll until URL answers 2xx, at most 15 s.
-wait_http() {
-  for _ in $(seq 150); do
-    curl -fsS -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  tail -n 20 "$OUT/$2.log" >&2 || true
-  die "$2 did not become healthy; log: $OUT/$2.log"
-}
-
-taskset -c "$GEN_CPUS" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-  --protected-mode no --daemonize no >"$OUT/redis.log" 2>&1 &
-pids+=($!)
+start_redis "$REDIS_PORT" taskset -c "$GEN_CPUS" || die "redis-server did not start"
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
-for _ in $(seq 100); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
-rcli ping >/dev/null || die "redis-server did not start; log: $OUT/redis.log"
 REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 LISTEN_ADDR=127.0.0.1:$WRITER_PORT REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-error} \
   taskset -c "$WRITER_CPUS" "$BIN/writer-svc" >"$OUT/writer-svc.log" 2>&1 &
@@ -104,8 +74,8 @@ LISTEN_ADDR=127.0.0.1:$FANOUT_PORT REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-e
   taskset -c "$GEN_CPUS" "$BIN/fanout-svc" >"$OUT/fanout-svc.log" 2>&1 &
 pids+=($!)
 url=http://127.0.0.1:$WRITER_PORT
-wait_http "$url/readyz" writer-svc
-wait_http "http://127.0.0.1:$FANOUT_PORT/healthz" fanout-svc
+wait_http "$url/readyz" writer-svc || die "writer-svc did not start"
+wait_http "http://127.0.0.1:$FANOUT_PORT/healthz" fanout-svc || die "fanout-svc did not start"
 
 # ticks PID: CPU clock ticks (utime+stime, all threads) of PID and all its descendants, in one
 # pass over the process table. The command name in /proc/PID/stat is cut off first: it may hold

@@ -76,20 +76,22 @@ while IFS= read -r line || [[ -n $line ]]; do
 done <"$images"
 
 if [[ -n $cap ]]; then
-  nofile=$DEFAULT_NOFILE
-  if v=$(value_of NOFILE); then
-    nofile=$v
-  elif ((DEFAULT_NOFILE > cap)); then
-    nofile=$cap
-    add NOFILE "$nofile"
-  fi
-  hnofile=$DEFAULT_HAPROXY_NOFILE
-  if v=$(value_of HAPROXY_NOFILE); then
-    hnofile=$v
-  elif ((DEFAULT_HAPROXY_NOFILE > cap)); then
-    hnofile=$cap
-    add HAPROXY_NOFILE "$hnofile"
-  fi
+  # capped NAME DEFAULT: the value NAME has (the user's), or DEFAULT, lowered to the engine's cap
+  # and written when above it.
+  capped() {
+    local v
+    if v=$(value_of "$1"); then
+      echo "$v"
+    elif (($2 > cap)); then
+      echo "$cap"
+    else
+      echo "$2"
+    fi
+  }
+  nofile=$(capped NOFILE "$DEFAULT_NOFILE")
+  value_of NOFILE >/dev/null || [[ $nofile == "$DEFAULT_NOFILE" ]] || add NOFILE "$nofile"
+  hnofile=$(capped HAPROXY_NOFILE "$DEFAULT_HAPROXY_NOFILE")
+  value_of HAPROXY_NOFILE >/dev/null || [[ $hnofile == "$DEFAULT_HAPROXY_NOFILE" ]] || add HAPROXY_NOFILE "$hnofile"
   maxconn=$DEFAULT_HAPROXY_MAXCONN
   if v=$(value_of HAPROXY_MAXCONN); then
     maxconn=$v

@@ -65,44 +65,13 @@ else
   echo "ramp: no taskset or a single CPU: processes are not pinned" >&2
 fi
 
-pids=()
-cleanup() {
-  local code=$?
-  trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do # up to 5 s for a graceful exit
-    local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive == 0 ]] && break
-    sleep 0.1
-  done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  exit "$code"
-}
-trap cleanup EXIT INT TERM
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+LOG_DIR=$RAMP_DIR
+# shellcheck source=lib/procs.sh
+source scripts/lib/procs.sh
 for p in "$REDIS_PORT" "$WRITER_PORT" $(seq "$FANOUT_PORT" $((FANOUT_PORT + FANOUT_NODES - 1))); do
   port_free "$p" || { echo "ramp: port $p is in use: set RAMP_PORT_BASE" >&2; exit 1; }
 done
-
-# wait_http URL NAME: poll until URL answers 200, at most 15 s.
-wait_http() {
-  for _ in $(seq 150); do
-    curl -fsS -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "ramp: $2 did not become healthy; log: $RAMP_DIR/$2.log" >&2
-  tail -n 20 "$RAMP_DIR/$2.log" >&2 || true
-  return 1
-}
-
-"${pins_redis[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-  --protected-mode no --daemonize no >"$RAMP_DIR/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-redis-cli -p "$REDIS_PORT" ping >/dev/null || { echo "ramp: redis did not start" >&2; exit 1; }
+start_redis "$REDIS_PORT" "${pins_redis[@]}" || exit 1
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
 # The ramp reports the CPU Redis used in each window (INFO cpu): what a feature costs Redis is the
 # difference between a run with it and one without (e.g. WATCHING_INTERVAL=0).
