@@ -69,6 +69,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 }
 
 func (c *config) validate() error {
+	if err := c.Redis.Validate(); err != nil {
+		return err
+	}
 	var err error
 	if c.Stream.TrustedProxies, err = stream.ParsePrefixes(c.trusted); err != nil {
 		return fmt.Errorf("trusted proxies: %w", err)

@@ -126,7 +126,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	srv := serve.NewServer(cfg.Serve, router, log)
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("shards", h.Shards()),
 		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),
-		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Bool("cluster", cfg.Redis.Cluster()))
+		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Bool("cluster", cfg.Redis.Cluster()),
+		zap.String("redis_mode", cfg.Redis.Mode()))
 
 	// The server stops on its own context, cancelled only after new streams are refused, so that
 	// no stream is admitted once shutdown has begun.

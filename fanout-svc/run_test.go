@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,23 @@ import (
 
 func TestRunServesAndStopsOnCancel(t *testing.T) {
 	rs := redistest.Start(t)
+	runUntilReady(t, map[string]string{"REDIS_URL": rs.URL})
+}
+
+// TestRunFindsRedisThroughSentinel: with sentinel addresses the node is ready on the primary
+// they name, and REDIS_URL (here naming nothing) is ignored.
+func TestRunFindsRedisThroughSentinel(t *testing.T) {
+	s := redistest.StartSentinel(t, 1)
+	runUntilReady(t, map[string]string{"REDIS_URL": "redis://127.0.0.1:1/0",
+		"REDIS_SENTINEL_ADDRS": s.AddrList(), "REDIS_SENTINEL_MASTER": s.Master})
+}
+
+// runUntilReady runs fanout-svc with env, waits until /readyz answers 200, cancels and expects
+// run to return nil.
+func runUntilReady(t *testing.T, env map[string]string) {
+	t.Helper()
 	addr := freeport.Addr(t)
-	env := map[string]string{"LISTEN_ADDR": addr, "REDIS_URL": rs.URL, "LOG_LEVEL": "error", "DRAIN_WINDOW": "50ms"}
+	env["LISTEN_ADDR"], env["LOG_LEVEL"], env["DRAIN_WINDOW"] = addr, "error", "50ms"
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard) }()
@@ -49,9 +65,18 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		{"TRUSTED_PROXIES": "not-an-ip"},
 		{"HEARTBEAT_INTERVAL": "soon"},
 		{"PAGE_POSTS": "a,b,c", "MAX_POSTS_PER_STREAM": "2"},
+		{"REDIS_SENTINEL_MASTER": "likes"},
 	} {
 		if _, err := loadConfig([]string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard); err == nil {
 			t.Errorf("loadConfig(%v) succeeded; want an error", env)
 		}
+	}
+}
+
+func TestConfigRejectsClusterWithSentinel(t *testing.T) {
+	env := map[string]string{"REDIS_CLUSTER_ADDRS": "a:7000", "REDIS_SENTINEL_ADDRS": "s:26379"}
+	_, err := loadConfig([]string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "both set") {
+		t.Errorf("got %v; want an error saying cluster and sentinel addresses are both set", err)
 	}
 }

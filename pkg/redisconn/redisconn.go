@@ -1,10 +1,14 @@
 // Package redisconn turns configuration into a go-redis client, so that both services read the
-// same settings (REDIS_URL for one server, REDIS_CLUSTER_ADDRS for a cluster) the same way.
+// same settings the same way: REDIS_URL for one server, REDIS_CLUSTER_ADDRS for a cluster, or
+// REDIS_SENTINEL_ADDRS (with REDIS_SENTINEL_MASTER) for a primary with replicas that Sentinel
+// fails over.
 package redisconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -13,29 +17,74 @@ import (
 	"github.com/likes/likes/pkg/envflag"
 )
 
-// Config selects and tunes the Redis client.
+// DefaultSentinelMaster is the master name used when sentinel addresses are set and
+// REDIS_SENTINEL_MASTER is not: the name of Redis's example sentinel.conf and of most charts.
+const DefaultSentinelMaster = "mymaster"
+
+// Config selects and tunes the Redis client. At most one of ClusterAddrs and SentinelAddrs may
+// be set; either one makes URL ignored.
 type Config struct {
-	URL          string
-	ClusterAddrs []string
-	KeyPrefix    string
-	Timeout      time.Duration // dial, read and write timeout of one command
-	PoolSize     int
+	URL            string
+	ClusterAddrs   []string
+	SentinelAddrs  []string // Sentinels to ask for the primary (host:port)
+	SentinelMaster string   // the name the Sentinels monitor the primary under; "" is DefaultSentinelMaster
+	KeyPrefix      string
+	Timeout        time.Duration // dial, read and write timeout of one command
+	PoolSize       int
 }
 
 // Register defines the Redis flags on s.
 func (c *Config) Register(s *envflag.Set) {
-	s.String(&c.URL, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis server URL (ignored when cluster addresses are set)")
+	s.String(&c.URL, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis server URL (ignored when cluster or sentinel addresses are set)")
 	s.List(&c.ClusterAddrs, "redis-cluster-addrs", "REDIS_CLUSTER_ADDRS", "", "comma-separated Redis Cluster seed addresses; enables cluster mode and sharded pub/sub")
+	s.List(&c.SentinelAddrs, "redis-sentinel-addrs", "REDIS_SENTINEL_ADDRS", "", "comma-separated Sentinel addresses (host:port); the primary is the one they name, followed across failovers (not with cluster addresses)")
+	s.String(&c.SentinelMaster, "redis-sentinel-master", "REDIS_SENTINEL_MASTER", "", "master name the Sentinels monitor (empty: "+DefaultSentinelMaster+"; only with sentinel addresses)")
 	s.String(&c.KeyPrefix, "redis-prefix", "REDIS_PREFIX", "likes:", "prefix of every Redis key and channel")
 	s.Duration(&c.Timeout, "redis-timeout", "REDIS_TIMEOUT", 2*time.Second, "Redis dial/read/write timeout")
 	s.Int(&c.PoolSize, "redis-pool", "REDIS_POOL_SIZE", 0, "Redis connection pool size per node (0 = go-redis default, 10 per CPU)")
 }
 
+// Validate reports settings that contradict each other. Cluster and Sentinel are two ways of
+// finding the servers, and guessing which one was meant would send likes to the wrong place.
+func (c Config) Validate() error {
+	switch {
+	case len(c.ClusterAddrs) > 0 && len(c.SentinelAddrs) > 0:
+		return errors.New("redis: cluster addresses (REDIS_CLUSTER_ADDRS) and sentinel addresses (REDIS_SENTINEL_ADDRS) are both set; set one: cluster addresses for a Redis Cluster, sentinel addresses for a primary with replicas")
+	case c.SentinelMaster != "" && len(c.SentinelAddrs) == 0:
+		return errors.New("redis: a sentinel master name (REDIS_SENTINEL_MASTER) is set without sentinel addresses (REDIS_SENTINEL_ADDRS); set the addresses too, or unset the name")
+	}
+	for _, a := range c.SentinelAddrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("redis: sentinel address %q must be host:port: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// Mode names the topology the settings select: "cluster", "sentinel" or "single".
+func (c Config) Mode() string {
+	switch {
+	case c.Cluster():
+		return "cluster"
+	case c.Sentinel():
+		return "sentinel"
+	}
+	return "single"
+}
+
 // Cluster reports whether cluster mode is configured.
 func (c Config) Cluster() bool { return len(c.ClusterAddrs) > 0 }
 
-// New returns a client: a ClusterClient in cluster mode, a Client otherwise.
+// Sentinel reports whether the primary is found through Sentinel.
+func (c Config) Sentinel() bool { return len(c.SentinelAddrs) > 0 }
+
+// New returns a client: a ClusterClient in cluster mode, otherwise a Client, which in sentinel
+// mode is go-redis's failover client (it asks the Sentinels for the primary on every dial and
+// drops its connections to the old primary when they announce a new one).
 func New(c Config) (redis.UniversalClient, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	if c.Cluster() {
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:        c.ClusterAddrs,
@@ -47,6 +96,9 @@ func New(c Config) (redis.UniversalClient, error) {
 			// A request's deadline must bound its Redis call even when Redis stalls mid-read.
 			ContextTimeoutEnabled: true,
 		}), nil
+	}
+	if c.Sentinel() {
+		return newFailover(c), nil
 	}
 	opt, err := redis.ParseURL(c.URL)
 	if err != nil {
@@ -63,10 +115,32 @@ func New(c Config) (redis.UniversalClient, error) {
 	return redis.NewClient(opt), nil
 }
 
-// Ping checks that Redis answers. On a cluster it asks every master and succeeds if any
-// answers: one PING would reach a node at random (readiness would flip at random while a master
-// is down), and requiring all masters would take every replica of a service out of its balancer
-// at once, turning the loss of one shard into a total outage.
+// newFailover returns go-redis's failover client. The dialer (TCP_USER_TIMEOUT) serves both the
+// connections to the primary and those to the Sentinels, whose pub/sub announces failovers: a
+// Sentinel whose path vanished must be given up as quickly as a primary.
+func newFailover(c Config) *redis.Client {
+	master := c.SentinelMaster
+	if master == "" {
+		master = DefaultSentinelMaster
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    master,
+		SentinelAddrs: c.SentinelAddrs,
+		Dialer:        dialer(c.Timeout),
+		DialTimeout:   c.Timeout,
+		ReadTimeout:   c.Timeout,
+		WriteTimeout:  c.Timeout,
+		PoolSize:      c.PoolSize,
+		// A request's deadline must bound its Redis call even when Redis stalls mid-read.
+		ContextTimeoutEnabled: true,
+	})
+}
+
+// Ping checks that Redis answers; through Sentinel, that the current primary does. On a cluster
+// it asks every master and succeeds if any answers: one PING would reach a node at random
+// (readiness would flip at random while a master is down), and requiring all masters would take
+// every replica of a service out of its balancer at once, turning the loss of one shard into a
+// total outage.
 func Ping(ctx context.Context, c redis.UniversalClient) error {
 	cc, ok := c.(*redis.ClusterClient)
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,9 +27,11 @@ type Server struct {
 	Addr string // host:port
 	URL  string // redis://host:port/0
 
-	t    testing.TB
-	port int
-	args []string
+	t     testing.TB
+	bin   string
+	port  int
+	args  []string
+	ready string // the log line that says the process serves
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -38,20 +41,30 @@ type Server struct {
 // "--appendonly", "yes", override that) in a temporary directory, and kills it in t.Cleanup.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	dir := t.TempDir()
+	return start(t, "Ready to accept connections", func(port int) []string {
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
+			"--protected-mode", "no"}, extra...)
+	})
+}
+
+// start runs redis-server with the arguments argsFor gives for a free port, trying another port
+// if that one was taken meanwhile, until the process logs the line ready. It kills the process in
+// t.Cleanup.
+func start(t testing.TB, ready string, argsFor func(port int) []string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found on PATH: install it (apt-get install -y redis-server) and rerun")
 	}
-	s := &Server{t: t}
-	dir := t.TempDir()
+	s := &Server{t: t, bin: bin, ready: ready}
 	for attempt := 0; ; attempt++ {
 		s.port = freeport.Port(t)
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 		s.URL = "redis://" + s.Addr + "/0"
-		s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
-			"--protected-mode", "no"}, extra...)
-		err = s.launch(bin)
+		s.args = argsFor(s.port)
+		err = s.launch()
 		if err == nil || attempt == 4 {
 			break
 		}
@@ -82,15 +95,36 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
+// Signal sends sig to the process. SIGSTOP freezes it: alive, its sockets open, answering
+// nothing, which is how a primary cut off from the network looks to its clients, its replicas
+// and the Sentinels. SIGCONT thaws it. Kill works on a frozen process too.
+func (s *Server) Signal(sig os.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("redis-server %s is not running", s.Addr)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal redis-server %s: %v", s.Addr, err)
+	}
+}
+
+// Running reports whether the process was started and not killed since.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
 // Restart starts the server again on the same port and directory (so an append-only file is
 // replayed) and waits until it accepts connections.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	bin, _ := exec.LookPath("redis-server")
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
-		if err = s.launch(bin); err == nil {
+		if err = s.launch(); err == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond) // the port may linger for a moment after a kill
@@ -107,8 +141,8 @@ func (s *Server) Do(args ...any) (any, error) {
 	return c.Do(ctx, args...).Result()
 }
 
-func (s *Server) launch(bin string) error {
-	cmd := exec.Command(bin, s.args...)
+func (s *Server) launch() error {
+	cmd := exec.Command(s.bin, s.args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -119,7 +153,7 @@ func (s *Server) launch(bin string) error {
 	}
 	ready := make(chan error, 1)
 	go func() { // exits when redis-server closes its output (it exits)
-		ready <- waitReady(out)
+		ready <- waitReady(out, s.ready)
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	select {
@@ -138,12 +172,14 @@ func (s *Server) launch(bin string) error {
 	return nil
 }
 
-func waitReady(r io.Reader) error {
+// waitReady reads the process's log until a line contains ready, and fails with the last lines
+// if the process exits first.
+func waitReady(r io.Reader, ready string) error {
 	sc := bufio.NewScanner(r)
 	var last []string
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.Contains(line, "Ready to accept connections") {
+		if strings.Contains(line, ready) {
 			return nil
 		}
 		last = append(last, line)
