@@ -38,7 +38,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	}
 	a := &app{rdb: rdb}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
-	a.store = like.NewStore(rdb, keys, cfg.Redis.Cluster())
+	a.store = like.NewStore(rdb, keys, like.StoreOptions{Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas})
 	identify, err := newIdentifier(ctx, cfg.Auth, log)
 	if err != nil {
 		a.close()
@@ -55,9 +55,13 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	metrics := like.NewMetrics(reg, metricsNamespace)
-	a.changes = like.NewCoalescer(a.store, like.BatchOptions{
+	a.changes, err = like.NewCoalescer(a.store, like.BatchOptions{
 		Window: cfg.BatchWindow, Size: cfg.BatchSize, Timeout: cfg.RequestTimeout,
 	}, metrics)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
 	likes := like.NewHandler(like.Options{
 		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit,
 		Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,

@@ -222,19 +222,26 @@ type replay struct {
 }
 
 // replayBatches applies the like script's semantics to calls (EVALSHA arguments: sha, numkeys,
-// count, version, channel, dedup keys..., post, publish command, one L or U per change), in order,
-// from an empty post.
+// count, version, channel, batch key, dedup keys..., post, publish command, one L or U per
+// change, deadline), in order, from an empty post. A call whose batch key was seen before is a
+// re-run, which changes nothing (go-redis retried it); a call refused for its deadline would
+// have answered 503, which the test does not expect with its long timeout.
 func replayBatches(t *testing.T, calls [][]string, post string) replay {
 	t.Helper()
 	userPrefix := keys.User(post, "")
 	r := replay{answers: map[change][]outcome{}}
 	liked := map[string]bool{}
+	ran := map[string]bool{} // batch keys
 	for _, call := range calls {
 		numkeys, err := strconv.Atoi(call[2])
-		if err != nil || len(call) != 3+numkeys+3 || call[3] != keys.Count(post) {
+		if err != nil || len(call) != 3+numkeys+4 || call[3] != keys.Count(post) {
 			continue // another post's call
 		}
-		users, ops := call[6:3+numkeys], call[3+numkeys+2]
+		if ran[call[6]] {
+			continue
+		}
+		ran[call[6]] = true
+		users, ops := call[7:3+numkeys], call[3+numkeys+2]
 		if len(ops) != len(users) {
 			t.Fatalf("script call with %d users and ops %q", len(users), ops)
 		}

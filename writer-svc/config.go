@@ -23,6 +23,7 @@ type Config struct {
 	MaxReadPosts   int
 	BatchWindow    time.Duration
 	BatchSize      int
+	AckReplicas    int
 	CORSOrigins    []string
 	LikeRate       ratelimit.Rate
 	Auth           AuthConfig
@@ -81,6 +82,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Int(&c.MaxReadPosts, "max-read-posts", "MAX_POSTS_PER_READ", 100, "posts one GET /likes or /counts may name")
 	set.Duration(&c.BatchWindow, "batch-window", "BATCH_WINDOW", 0, "how long a post's next batch of likes may wait to fill after the call for that post returns (0: it leaves at once); a like of a quiet post (no call in flight or within this window) never waits; 10ms makes clients that like in step go in full batches")
 	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", like.MaxBatch))
+	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration such as "1/3s" (empty: off)`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
@@ -103,6 +105,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 }
 
 func (c Config) validate() error {
+	if err := c.Redis.Validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.RequestTimeout <= 0:
 		return errors.New("request timeout must be positive")
@@ -112,6 +117,8 @@ func (c Config) validate() error {
 		return errors.New("batch window must not be negative")
 	case c.BatchSize < 1 || c.BatchSize > like.MaxBatch:
 		return fmt.Errorf("batch size %d must be 1 to %d", c.BatchSize, like.MaxBatch)
+	case c.AckReplicas < 0:
+		return fmt.Errorf("ack replicas %d must not be negative", c.AckReplicas)
 	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:
 		return fmt.Errorf("write timeout %s must exceed the request timeout %s", c.Serve.WriteTimeout, c.RequestTimeout)
 	case c.Auth.JWTSecret != "" && len(c.Auth.JWTSecret) < minSecretLen:

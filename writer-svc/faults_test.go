@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -55,9 +56,10 @@ func TestRedisDownAnswers503(t *testing.T) {
 }
 
 // TestRetryAfterTimeoutNeverDoubleCounts stalls Redis (DEBUG SLEEP) while a client likes: the
-// writer answers 503 within its timeout, the client keeps retrying, and the requests that timed
-// out still run once Redis wakes up. The like counts exactly once because the dedup key makes
-// every retry a no-op.
+// writer answers 503 within its timeout and the client keeps retrying. The script calls of the
+// requests that timed out wait in Redis' input and run once it wakes up, past their deadlines:
+// the script refuses them (DEADLINE), so a like answered 503 does not land later. The like
+// counts exactly once.
 func TestRetryAfterTimeoutNeverDoubleCounts(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	srv := redistest.Start(t, "--enable-debug-command", "yes")
@@ -108,6 +110,9 @@ func TestRetryAfterTimeoutNeverDoubleCounts(t *testing.T) {
 	wantLike(t, w.like(t, "p", "alice"), "p", 1, false)
 	if n, keys := w.count(t, "p"), w.dedupKeys(t, "p"); n != 1 || keys != 1 {
 		t.Errorf("after %d attempts: count %d, dedup keys %d; want 1 and 1", attempts, n, keys)
+	}
+	if stats, _ := srv.Do("INFO", "errorstats"); !strings.Contains(fmt.Sprint(stats), "errorstat_DEADLINE:") {
+		t.Errorf("no script call refused for its deadline: the timed-out attempts never reached Redis late")
 	}
 	t.Logf("%d attempts, 503s then a 200", attempts)
 }

@@ -142,10 +142,10 @@ func TestRunHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"writer-svc", "--help"}, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("--help: %v; want nil", err)
 	}
-	for _, want := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_CLUSTER_ADDRS", "REDIS_PREFIX", "LOG_LEVEL",
+	for _, want := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_CLUSTER_ADDRS", "REDIS_SENTINEL_ADDRS", "REDIS_SENTINEL_MASTER", "REDIS_PREFIX", "LOG_LEVEL",
 		"REQUEST_TIMEOUT", "CORS_ORIGINS", "LIKE_RATE", "AUTH_JWT_SECRET", "AUTH_JWKS_URL", "X-User-ID", "gateway",
 		"READ_HEADER_TIMEOUT", "READ_TIMEOUT", "WRITE_TIMEOUT", "IDLE_TIMEOUT", "MAX_HEADER_BYTES", "SHUTDOWN_TIMEOUT",
-		"BATCH_WINDOW", "BATCH_SIZE"} {
+		"BATCH_WINDOW", "BATCH_SIZE", "REDIS_ACK_REPLICAS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %s", want)
 		}
@@ -169,6 +169,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"zero batch size", nil, map[string]string{"BATCH_SIZE": "0"}, "batch size"},
 		{"batch size beyond the script's", []string{"--batch-size", "1001"}, nil, "batch size"},
 		{"negative batch window", []string{"--batch-window", "-1ms"}, nil, "batch window"},
+		{"negative ack replicas", nil, map[string]string{"REDIS_ACK_REPLICAS": "-1"}, "ack replicas"},
+		{"cluster and sentinel", nil, map[string]string{"REDIS_CLUSTER_ADDRS": "a:7000", "REDIS_SENTINEL_ADDRS": "s:26379"}, "both set"},
+		{"sentinel master without sentinels", []string{"--redis-sentinel-master", "likes"}, nil, "REDIS_SENTINEL_ADDRS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,11 @@ func (s Scheme) Version(postID string) string { return s.post(postID, ":ver") }
 // User is the dedup key that records that userID likes postID.
 func (s Scheme) User(postID, userID string) string { return s.post(postID, ":u:"+userID) }
 
+// Batch remembers, for a few seconds, the results of one like batch of the post (batchID is the
+// writer's id for that call), so that a batch Redis runs twice (a client retry after a lost
+// reply) answers the first run's results instead of applying itself again.
+func (s Scheme) Batch(postID, batchID string) string { return s.post(postID, ":b:"+batchID) }
+
 // RateLimit is the per-user like-rate counter. It has no post hash tag: it belongs to the user.
 func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + userID }
 

@@ -13,6 +13,7 @@ func TestSchemeKeys(t *testing.T) {
 		{"version", s.Version("42"), "likes:{42}:ver"},
 		{"user", s.User("42", "alice"), "likes:{42}:u:alice"},
 		{"channel", s.Channel("42"), "likes:{42}:ch"},
+		{"batch", s.Batch("42", "k3x9"), "likes:{42}:b:k3x9"},
 		{"prefix", New("app:").Count("a-b"), "app:{a-b}:count"},
 		{"rate limit", s.RateLimit("alice"), "likes:rate:alice"},
 		{"watching", s.Watching("42", 881250000), "likes:{42}:w:881250000"},

@@ -63,7 +63,7 @@ func redisCPU(b *testing.B, rdb *redis.Client) float64 {
 func benchStore(b *testing.B) (*Store, *redis.Client) {
 	b.Helper()
 	rdb := benchRedis(b)
-	s := NewStore(rdb, keys, false)
+	s := NewStore(rdb, keys, StoreOptions{})
 	if err := s.Load(context.Background()); err != nil {
 		b.Fatal(err)
 	}

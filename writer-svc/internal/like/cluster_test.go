@@ -2,6 +2,7 @@ package like
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestClusterModeUsesShardedPublish(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	s := NewStore(rdb, keys, true)
+	s := NewStore(rdb, keys, StoreOptions{Cluster: true})
 	if err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -44,5 +45,17 @@ func TestClusterModeUsesShardedPublish(t *testing.T) {
 	u, err := update.Parse([]byte(receive(t, ps.Channel()).Payload))
 	if err != nil || u.PostID != "42" || u.Count != 1 {
 		t.Errorf("sharded message: %+v, %v; want post 42 count 1", u, err)
+	}
+
+	// With a replica to wait for, the script and WAIT go to the post's master (this node has no
+	// replica): the like is stored there and not confirmed.
+	acked := NewStore(rdb, keys, StoreOptions{Cluster: true, AckReplicas: 1})
+	soon, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := acked.Like(soon, "42", "bob"); !errors.Is(err, ErrNotReplicated) {
+		t.Errorf("like waiting for a replica the cluster lacks: %v; want ErrNotReplicated", err)
+	}
+	if n := rdb.Exists(ctx, keys.User("42", "bob")).Val(); n != 1 {
+		t.Error("the unconfirmed like is not on the master")
 	}
 }

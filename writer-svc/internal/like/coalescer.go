@@ -30,7 +30,8 @@ type BatchOptions struct {
 	// Queue is the most changes waiting per post behind the call in flight; beyond, ErrBusy.
 	// 0 means 4 x Size.
 	Queue int
-	// Timeout bounds one call's Redis work.
+	// Timeout bounds one call's Redis work from when it leaves, for callers without a deadline of
+	// their own (a call is otherwise bounded by its earliest caller's deadline).
 	Timeout time.Duration
 }
 
@@ -44,8 +45,13 @@ type BatchOptions struct {
 //
 // Each busy post has one flusher goroutine, so a post has at most one call in flight per writer
 // and its batches reach Redis in arrival order. Posts are spread over striped locks, never held
-// across Redis I/O; the calls run on the Coalescer's own context, never on a request's, so a
-// request that gives up does not fail the others in its batch.
+// across Redis I/O.
+//
+// A call belongs to all its requests, so it runs on a context of its own, never on one request's
+// (a request that leaves does not fail the others), bounded by its requests' earliest deadline:
+// the script refuses to run after that deadline, and a failure that may still land is answered
+// only once that deadline has passed. A request answered 503 for passing its deadline therefore
+// never has its change applied afterwards (see send).
 type Coalescer struct {
 	store   *Store
 	o       BatchOptions
@@ -75,7 +81,7 @@ type postQueue struct {
 
 // pending is one request's change, waiting for its batch.
 type pending struct {
-	ctx    context.Context // the request's: a change whose request gave up is not sent
+	ctx    context.Context // the request's: a change whose request gave up is not sent; its deadline bounds the batch
 	change Change
 	at     time.Time    // when it was queued, with a window
 	done   chan outcome // 1-buffered, so the flusher never blocks on a request that left
@@ -86,8 +92,18 @@ type outcome struct {
 	err error
 }
 
-// NewCoalescer returns a Coalescer that stores changes in store. Close it to stop.
-func NewCoalescer(store *Store, o BatchOptions, m *Metrics) *Coalescer {
+// NewCoalescer returns a Coalescer that stores changes in store. Close it to stop. It checks the
+// options itself, rather than trusting its callers: a batch above MaxBatch would fail every one
+// of its calls, and a batch of 0 would never send anything.
+func NewCoalescer(store *Store, o BatchOptions, m *Metrics) (*Coalescer, error) {
+	switch {
+	case o.Size < 1 || o.Size > MaxBatch:
+		return nil, fmt.Errorf("batch size %d: want 1 to %d", o.Size, MaxBatch)
+	case o.Window < 0:
+		return nil, fmt.Errorf("batch window %s: want 0 or more", o.Window)
+	case o.Timeout <= 0:
+		return nil, fmt.Errorf("batch timeout %s: want more than 0", o.Timeout)
+	}
 	if o.Queue <= 0 {
 		o.Queue = 4 * o.Size
 	}
@@ -95,7 +111,7 @@ func NewCoalescer(store *Store, o BatchOptions, m *Metrics) *Coalescer {
 	for i := range c.shards {
 		c.shards[i].posts = make(map[string]*postQueue)
 	}
-	return c
+	return c, nil
 }
 
 // Like records that user likes post, once.
@@ -109,7 +125,8 @@ func (c *Coalescer) Unlike(ctx context.Context, post, user string) (Result, erro
 }
 
 // Close refuses new changes and waits until every batch already queued has been sent, without
-// waiting out its window, and answered (each call is bounded by the Timeout option).
+// waiting out its window, and answered (each call is bounded by its deadline, at most the Timeout
+// option).
 func (c *Coalescer) Close() {
 	c.closing.Do(func() {
 		for i := range c.shards {
@@ -124,8 +141,10 @@ func (c *Coalescer) Close() {
 }
 
 // submit queues one change and waits for its result or for ctx. A request that gives up first
-// gets ctx's error (a 503), whether or not its batch is then stored: it never gets a 200 for a
-// change that might not be stored, and a retry is idempotent.
+// gets ctx's error (a 503), never a 200 for a change that might not be stored. When ctx's
+// deadline is what ended it, the change cannot be stored afterwards either: ctx's deadline
+// bounds its batch, in Redis too. A request cancelled before its deadline (its client left)
+// does not stop the batch it is in: nobody reads its answer, and a retry is idempotent.
 func (c *Coalescer) submit(ctx context.Context, post string, ch Change) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -191,9 +210,10 @@ func (c *Coalescer) flush(s *postShard, post string, q *postQueue) {
 }
 
 // next takes the next batch off q, or removes q and returns nil when nothing is left to send.
-// Changes whose requests already gave up (answered 503) are dropped instead of sent. With a
-// window, after a call the post stays busy: the next batch gathers until the window has passed
-// since the call returned (or since its oldest change, if that is older), unless it fills first.
+// Changes whose requests already gave up (answered 503), or are about to (see live), are dropped
+// instead of sent. With a window, after a call the post stays busy: the next batch gathers until
+// the window has passed since the call returned (or since its oldest change, if that is older),
+// unless it fills first.
 func (c *Coalescer) next(s *postShard, post string, q *postQueue, returned time.Time) []*pending {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,6 +228,7 @@ func (c *Coalescer) next(s *postShard, post string, q *postQueue, returned time.
 			s.mu.Lock()
 		}
 	}
+	now := time.Now()
 	for len(q.waiting) > 0 {
 		batch := make([]*pending, 0, min(len(q.waiting), c.o.Size))
 		taken := 0
@@ -216,7 +237,7 @@ func (c *Coalescer) next(s *postShard, post string, q *postQueue, returned time.
 				break
 			}
 			taken++
-			if p.ctx.Err() == nil {
+			if p.live(now) {
 				batch = append(batch, p)
 			}
 		}
@@ -235,6 +256,17 @@ func (c *Coalescer) next(s *postShard, post string, q *postQueue, returned time.
 	return nil
 }
 
+// live reports whether p is worth sending at now: its request has not given up, and has more time
+// left than the script's clock margin. With less, the script would refuse the whole batch,
+// failing the changes beside it.
+func (p *pending) live(now time.Time) bool {
+	if p.ctx.Err() != nil {
+		return false
+	}
+	d, ok := p.ctx.Deadline()
+	return !ok || d.Sub(now) > clockSkew
+}
+
 // linger waits for d, until the queue holds a full batch, or until Close.
 func (c *Coalescer) linger(d time.Duration, full <-chan struct{}) {
 	t := time.NewTimer(d)
@@ -249,19 +281,28 @@ func (c *Coalescer) linger(d time.Duration, full <-chan struct{}) {
 // send runs one batch and answers each of its changes, and returns when the call returned (with
 // a window), before any answer: the window after a call counts from there. A failed call
 // fails every change in it: the script is atomic, so either all of them were stored or none.
+//
+// The call runs until the batch's deadline (see deadline), and so does the script's own check.
+// A failure that Redis did not report itself (a lost connection, a timeout: see settled) may
+// leave the call still on its way to Redis, to run later: its changes are answered only once the
+// deadline has passed, when the script would refuse it. Their requests' own deadlines end them
+// then anyway; this holds the answer of those without one, and of a batch's later requests.
 func (c *Coalescer) send(post string, batch []*pending) (returned time.Time) {
 	changes := make([]Change, len(batch))
 	for i, p := range batch {
 		changes[i] = p.change
 	}
-	// The batch belongs to no single request: it runs under the Coalescer's own timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
+	deadline := c.deadline(batch)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	res, err := c.store.Apply(ctx, post, changes)
 	cancel()
+	if err != nil && !settled(err) {
+		waitUntil(deadline)
+	}
 	if c.o.Window > 0 {
 		returned = time.Now()
 	}
-	c.metrics.batch(res, len(batch))
+	c.metrics.batch(res, len(batch), err)
 	for i, p := range batch {
 		if err != nil {
 			p.done <- outcome{err: err}
@@ -270,4 +311,25 @@ func (c *Coalescer) send(post string, batch []*pending) (returned time.Time) {
 		p.done <- outcome{res: res[i]}
 	}
 	return returned
+}
+
+// deadline is when batch's call must be over: its earliest request's deadline, so that no request
+// is told 503 for a change that may still be stored, and at most the Timeout option from now,
+// which bounds requests without a deadline.
+func (c *Coalescer) deadline(batch []*pending) time.Time {
+	d := time.Now().Add(c.o.Timeout)
+	for _, p := range batch {
+		if pd, ok := p.ctx.Deadline(); ok && pd.Before(d) {
+			d = pd
+		}
+	}
+	return d
+}
+
+// waitUntil returns at t. It does not return early on Close: the answers it holds back would be
+// wrong before t, and t is at most the Timeout option away.
+func waitUntil(t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	<-timer.C
 }

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
 )
@@ -290,27 +291,38 @@ func TestFullQueueIsRefused(t *testing.T) {
 	}
 }
 
-// TestRequestThatGivesUp: requests whose contexts end while their like is in Redis or queued
-// get the context's error at once. The call in flight still completes (the like is stored: a
-// 503 for a stored like is safe, a retry is idempotent); the queued one is not sent at all.
+// TestRequestThatGivesUp: requests that give up while their like is in Redis or queued get
+// their context's error at once. A request cancelled (its client left) while its call is in
+// flight does not stop the call: the like is stored, which is safe, since nobody reads that
+// answer and a retry is idempotent. A queued like whose request was cancelled, or whose deadline
+// passed, is not sent at all. (A call in flight past its deadline: see deadline_test.go.)
 func TestRequestThatGivesUp(t *testing.T) {
 	c, srv, _ := newCoalescer(t, BatchOptions{Size: 10})
+	calls := scriptCalls(t, srv)
 	hold(t, srv)
 	inFlight, cancelInFlight := context.WithCancel(context.Background())
 	queued, cancelQueued := context.WithCancel(context.Background())
-	errs := make(chan error, 2)
+	expiring, cancelExpiring := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancelExpiring()
+	errs := make(chan error, 3)
 	var wg sync.WaitGroup
 	wg.Go(func() { _, err := c.Like(inFlight, "p", "in-flight"); errs <- err })
 	waitScriptHeld(t, srv)
 	wg.Go(func() { _, err := c.Like(queued, "p", "queued"); errs <- err })
-	poll.Until(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
+	wg.Go(func() {
+		_, err := c.Like(expiring, "p", "expiring")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("queued like past its deadline: %v; want context.DeadlineExceeded", err)
+		}
+	})
+	poll.Until(t, 10*time.Second, "two likes queued", func() bool { return c.waiting("p") == 2 })
 	cancelInFlight()
 	cancelQueued()
-	wg.Wait() // both answered while Redis still holds the call
+	wg.Wait() // all answered while Redis still holds the call
 	close(errs)
 	for err := range errs {
 		if !errors.Is(err, context.Canceled) {
-			t.Errorf("like whose request gave up: %v; want context.Canceled", err)
+			t.Errorf("like whose request was cancelled: %v; want context.Canceled", err)
 		}
 	}
 	release(t, srv)
@@ -318,10 +330,53 @@ func TestRequestThatGivesUp(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	if n := rdb.Exists(ctx, keys.User("p", "in-flight")).Val(); n != 1 {
-		t.Error("the like in flight when its request gave up was not stored")
+		t.Error("the like in flight when its request was cancelled was not stored")
 	}
-	if n := rdb.Exists(ctx, keys.User("p", "queued")).Val(); n != 0 {
-		t.Error("a queued like whose request had given up was sent")
+	for _, user := range []string{"queued", "expiring"} {
+		if n := rdb.Exists(ctx, keys.User("p", user)).Val(); n != 0 {
+			t.Errorf("queued like %q whose request had given up was stored", user)
+		}
+	}
+	if got := scriptCalls(t, srv) - calls; got != 1 {
+		t.Errorf("%d script calls; want 1 (the queued likes not sent)", got)
+	}
+}
+
+// TestBatchBoundedByEarliestDeadline: a batch's call lasts until its earliest request's
+// deadline, not a fresh Timeout started when it leaves. Redis holds a batch of two likes, one
+// with a deadline of half a second and one with none: both are answered with an error soon after
+// that deadline (the Timeout is 30 s), and neither is stored.
+func TestBatchBoundedByEarliestDeadline(t *testing.T) {
+	c, srv, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 2})
+	if _, err := c.Like(context.Background(), "p", "first"); err != nil { // the post is busy now
+		t.Fatal(err)
+	}
+	hold(t, srv)
+	soon, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, err := c.Like(soon, "p", "soon"); errs <- err })
+	wg.Go(func() { _, err := c.Like(context.Background(), "p", "undated"); errs <- err })
+	waitScriptHeld(t, srv) // the two went as one full batch
+	start := time.Now()
+	wg.Wait()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("batch answered after %s; want soon after its earliest deadline (500ms)", took)
+	}
+	close(errs)
+	for err := range errs {
+		if err == nil {
+			t.Error("a like of the held batch answered without error")
+		}
+	}
+	release(t, srv)
+	c.Close()
+	rdb := srv.Client(t)
+	for _, user := range []string{"soon", "undated"} {
+		if n := rdb.Exists(context.Background(), keys.User("p", user)).Val(); n != 0 {
+			t.Errorf("like %q of a batch answered with an error was stored", user)
+		}
 	}
 }
 
@@ -359,11 +414,56 @@ func TestCloseWaitsForBatches(t *testing.T) {
 	<-closed
 }
 
+// TestNewCoalescerChecksOptions: the coalescer refuses options it cannot work with itself, not
+// only the writer's config: a batch size outside 1 to MaxBatch, a negative window, no timeout.
+func TestNewCoalescerChecksOptions(t *testing.T) {
+	s := NewStore(nil, keys, StoreOptions{}) // never called: no batch is sent
+	m := NewMetrics(prometheus.NewRegistry(), "test")
+	tests := []struct {
+		name   string
+		give   BatchOptions
+		wantOK bool
+	}{
+		{"size 1", BatchOptions{Size: 1, Timeout: time.Second}, true},
+		{"size MaxBatch", BatchOptions{Size: MaxBatch, Timeout: time.Second}, true},
+		{"size 0", BatchOptions{Size: 0, Timeout: time.Second}, false},
+		{"size negative", BatchOptions{Size: -1, Timeout: time.Second}, false},
+		{"size above MaxBatch", BatchOptions{Size: MaxBatch + 1, Timeout: time.Second}, false},
+		{"negative window", BatchOptions{Size: 1, Window: -time.Millisecond, Timeout: time.Second}, false},
+		{"no timeout", BatchOptions{Size: 1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewCoalescer(s, tt.give, m)
+			if (err == nil) != tt.wantOK {
+				t.Errorf("NewCoalescer(%+v): %v; want ok %v", tt.give, err, tt.wantOK)
+			}
+			if c != nil {
+				c.Close()
+			}
+		})
+	}
+}
+
 // newCoalescer returns a Coalescer on a fresh Redis, closed when the test ends.
 func newCoalescer(t *testing.T, o BatchOptions) (*Coalescer, *redistest.Server, *Metrics) {
 	t.Helper()
 	srv := redistest.Start(t)
-	s := NewStore(srv.Client(t), keys, false)
+	c, m := coalescerOn(t, srv.Addr, o)
+	return c, srv, m
+}
+
+// coalescerOn returns a Coalescer on the Redis at addr, with the client settings the writer runs
+// with (pkg/redisconn: go-redis' retries, a request's deadline bounding its call) and its script
+// loaded, closed when the test ends. The Timeout option defaults to 30 s.
+func coalescerOn(t *testing.T, addr string, o BatchOptions) (*Coalescer, *Metrics) {
+	t.Helper()
+	rdb, err := redisconn.New(redisconn.Config{URL: "redis://" + addr + "/0", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := NewStore(rdb, keys, StoreOptions{})
 	if err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -371,9 +471,12 @@ func newCoalescer(t *testing.T, o BatchOptions) (*Coalescer, *redistest.Server, 
 		o.Timeout = 30 * time.Second
 	}
 	m := NewMetrics(prometheus.NewRegistry(), "test")
-	c := NewCoalescer(s, o, m)
+	c, err := NewCoalescer(s, o, m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(c.Close)
-	return c, srv, m
+	return c, m
 }
 
 // busy reports whether post has a flusher: a call in flight, changes queued, or the window after

@@ -1,13 +1,12 @@
 package like
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
@@ -47,10 +46,16 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.metrics.RateLimited.Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(limited.retryAfter)))
 		serve.Error(w, http.StatusTooManyRequests, err.Error())
+	case errors.Is(err, ErrNotReplicated):
+		// Stored on the primary, not yet on enough replicas: a 503 all the same, since the
+		// like could be lost with the primary. Counted per batch (Metrics.NotReplicated).
+		h.outage.fail(r, err)
+		serve.Unavailable(w, retryAfterUnavailable, "not yet confirmed by a replica, retry")
 	default:
 		h.metrics.RedisErrors.Inc()
-		h.log.Warn("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
-			zap.NamedError("context", r.Context().Err()), zap.Error(err))
+		if !errors.Is(err, context.Canceled) { // a client that left says nothing of the storage
+			h.outage.fail(r, err)
+		}
 		serve.Unavailable(w, retryAfterUnavailable, "storage unavailable, retry")
 	}
 }

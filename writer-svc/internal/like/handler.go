@@ -31,7 +31,7 @@ type Handler struct {
 	identify auth.Identifier
 	limit    Limiter
 	metrics  *Metrics
-	log      *zap.Logger
+	outage   *outage // logs storage failures once per outage
 	timeout  time.Duration
 }
 
@@ -49,7 +49,8 @@ type Options struct {
 
 // NewHandler returns a Handler.
 func NewHandler(o Options) *Handler {
-	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, metrics: o.Metrics, log: o.Log, timeout: o.Timeout}
+	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, metrics: o.Metrics,
+		outage: &outage{log: o.Log}, timeout: o.Timeout}
 }
 
 // Routes mounts the like API on r.
@@ -82,6 +83,7 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 		h.fail(w, r, err)
 		return
 	}
+	h.outage.ok()
 	h.metrics.record(op, res)
 	serve.RawJSON(w, http.StatusOK, appendLikeReply(make([]byte, 0, 64), post, res.Count, op == opLike && res.Changed))
 }
@@ -123,6 +125,7 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r.WithContext(ctx), err)
 		return
 	}
+	h.outage.ok()
 	serve.JSON(w, http.StatusOK, countReply{PostID: post, Count: n})
 }
 

@@ -1,6 +1,10 @@
 package like
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics count what the writer did with likes. Request counts and latencies come from
 // serve.RequestMetrics; these say what the requests changed.
@@ -14,6 +18,11 @@ type Metrics struct {
 	RedisErrors prometheus.Counter
 	QueueFull   prometheus.Counter
 	BatchSize   prometheus.Histogram
+	// Expired and NotReplicated count script calls, not requests, by why a whole batch was
+	// answered 503, since each asks an operator for something else: Redis too slow for
+	// REQUEST_TIMEOUT, or replicas behind or gone.
+	Expired       prometheus.Counter
+	NotReplicated prometheus.Counter
 }
 
 // NewMetrics registers the like metrics in reg under namespace.
@@ -37,9 +46,13 @@ func NewMetrics(reg prometheus.Registerer, namespace string) *Metrics {
 			Namespace: namespace, Name: "batch_size", Help: "Likes and unlikes per script call.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1024
 		}),
+		Expired: counter("expired_batches_total",
+			"Script calls that Redis refused, changing nothing, because the earliest deadline of their likes had passed."),
+		NotReplicated: counter("unreplicated_batches_total",
+			"Script calls stored on the primary but confirmed by fewer than REDIS_ACK_REPLICAS replicas in time (their likes got 503)."),
 	}
 	reg.MustRegister(m.Likes, m.Unlikes, m.Duplicates, m.Publishes, m.RateLimited, m.AuthFailure, m.RedisErrors,
-		m.QueueFull, m.BatchSize)
+		m.QueueFull, m.BatchSize, m.Expired, m.NotReplicated)
 	return m
 }
 
@@ -57,9 +70,15 @@ func (m *Metrics) record(op string, r Result) {
 }
 
 // batch counts one script call of size changes and its publish: the script publishes once when
-// any of its changes changed something. res is nil when the call failed.
-func (m *Metrics) batch(res []Result, size int) {
+// any of its changes changed something. res is nil when the call failed with err.
+func (m *Metrics) batch(res []Result, size int, err error) {
 	m.BatchSize.Observe(float64(size))
+	switch {
+	case errors.Is(err, ErrExpired):
+		m.Expired.Inc()
+	case errors.Is(err, ErrNotReplicated):
+		m.NotReplicated.Inc()
+	}
 	for _, r := range res {
 		if r.Changed {
 			m.Publishes.Inc()

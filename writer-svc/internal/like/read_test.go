@@ -144,7 +144,7 @@ func TestReadOnClusterOneRoundTripPerNode(t *testing.T) {
 	})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	s := NewStore(rdb, keys, true)
+	s := NewStore(rdb, keys, StoreOptions{Cluster: true})
 	posts := make([]string, 60)
 	owners := map[string]bool{}
 	for i := range posts {

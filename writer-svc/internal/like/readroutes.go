@@ -62,6 +62,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, rd *Reader, ident
 		h.fail(w, r, err)
 		return
 	}
+	h.outage.ok()
 	if identified {
 		out := readReply[readPost]{Posts: make([]readPost, len(states))}
 		for i, s := range states {

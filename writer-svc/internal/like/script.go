@@ -10,22 +10,39 @@ const MaxBatch = 1000
 // changeScript applies an ordered batch of likes and unlikes of one post, as if each ran alone
 // in that order, in one atomic call:
 //
-//	KEYS[1] count   KEYS[2] version   KEYS[3] channel   KEYS[3+i] dedup key of change i's user
+//	KEYS[1] count   KEYS[2] version   KEYS[3] channel   KEYS[4] batch key
+//	KEYS[4+i] dedup key of change i's user
 //	ARGV[1] post id   ARGV[2] PUBLISH or SPUBLISH   ARGV[3] one byte per change: L like, U unlike
+//	ARGV[4] deadline: the Redis time, in unix milliseconds, after which the batch must not run
 //
 // It returns {count before the batch, one byte per change}: '1' if change i liked a post not
 // liked or unliked a post liked, '0' if it changed nothing. The store derives each change's count
 // from these as the script does (results in store.go). A user repeated in one batch is counted
 // once: the script tracks each dedup key's state in a Lua table, seeded by one MGET.
 //
-// Redis work per batch, whatever its size: one MGET, one GET of the count, at most one MSET, one
-// DEL, one SET of the count, and, if anything changed, one version bump and one publish of the
-// final count. A batch of likes only, by distinct users, first tries one MSETNX: when none of them
-// had liked (a viral post's likes are mostly new users) that stores them all without the MGET,
-// about a fifth less Redis CPU per like; when any had, MSETNX writes nothing and the batch takes
-// the general path. The channel is passed as a key, not an argument, so that Redis Cluster checks
-// it hashes to the same slot as the post's keys (they share the {post} hash tag) and sharded
-// pub/sub publishes it from the shard that stores the post.
+// Two checks come first, so that the writer's answers stay exact (TestScriptWireFormat pins them):
+//
+//   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count> <flags>" of a batch that
+//     ran, until a second after its deadline. A run that finds it changes nothing and returns
+//     that reply: go-redis re-sends a command whose reply a broken connection lost, and a
+//     second run would otherwise answer "liked":false to users whose like the first run stored.
+//     The re-run rewrites the key (same value and expiry) so that it writes something: WAIT on
+//     its connection then also covers the first run's writes (WAIT counts from a connection's
+//     last write).
+//   - A batch that finds Redis' clock past its deadline fails with a DEADLINE error and changes
+//     nothing. Its callers were answered 503 at that deadline (or are about to be), and a change
+//     answered 503 must never land afterwards: with two writers, a late like would overwrite
+//     the unlike the user made on the other writer after seeing the 503.
+//
+// Redis work per batch, whatever its size: one TIME, one GET of the batch key, one MGET, one GET
+// of the count, at most one MSET, one DEL, one SET of the count, one SET of the batch key, and, if
+// anything changed, one version bump and one publish of the final count. A batch of likes only,
+// by distinct users, first tries one MSETNX: when none of them had liked (a viral post's likes are
+// mostly new users) that stores them all without the MGET, about a fifth less Redis CPU per like;
+// when any had, MSETNX writes nothing and the batch takes the general path. The channel is passed
+// as a key, not an argument, so that Redis Cluster checks it hashes to the same slot as the post's
+// keys (they share the {post} hash tag) and sharded pub/sub publishes it from the shard that
+// stores the post.
 //
 // The version is max(previous + 1, Redis time in unix microseconds); the payload is
 // {"post_id":...,"count":...,"ts":version}, byte for byte update.Update.AppendJSON. Numbers go
@@ -34,8 +51,22 @@ const MaxBatch = 1000
 // are exact. An unlike never takes the count below 0 (a count out of step with the dedup keys
 // heals instead of going negative).
 var changeScript = redis.NewScript(`
+local prev = redis.call('GET', KEYS[4])
+if prev then
+  redis.call('SET', KEYS[4], prev, 'KEEPTTL')
+  local sp = string.find(prev, ' ', 1, true)
+  return {tonumber(string.sub(prev, 1, sp - 1)), string.sub(prev, sp + 1)}
+end
+local t = redis.call('TIME')
+local deadline = tonumber(ARGV[4])
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then
+  return redis.error_reply('DEADLINE like batch past its deadline, nothing changed')
+end
+local function finish(reply)
+  redis.call('SET', KEYS[4], string.format('%d', reply[1]) .. ' ' .. reply[2], 'PXAT', string.format('%d', deadline + 1000))
+  return reply
+end
 local function publish(count)
-  local t = redis.call('TIME')
   local ver = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   if now > ver then ver = now end
@@ -51,7 +82,7 @@ if not string.find(ops, 'U', 1, true) then
   local seen, args = {}, {}
   local distinct = true
   for i = 1, n do
-    local k = KEYS[i + 3]
+    local k = KEYS[i + 4]
     if seen[k] then distinct = false; break end
     seen[k] = true
     args[2 * i - 1] = k
@@ -62,15 +93,15 @@ if not string.find(ops, 'U', 1, true) then
     redis.call('SET', KEYS[1], string.format('%d', count))
     publish(count)
     reply[2] = string.rep('1', n)
-    return reply
+    return finish(reply)
   end
 end
-local was = redis.call('MGET', unpack(KEYS, 4, n + 3))
+local was = redis.call('MGET', unpack(KEYS, 5, n + 4))
 local flags = {}
 local liked, firsts, nf = {}, {}, 0
 local changed = false
 for i = 1, n do
-  local k = KEYS[i + 3]
+  local k = KEYS[i + 4]
   local s = liked[k]
   if s == nil then
     s = was[i] ~= false
@@ -88,11 +119,11 @@ for i = 1, n do
   flags[i] = c
 end
 reply[2] = table.concat(flags)
-if not changed then return reply end
+if not changed then return finish(reply) end
 local set, ns, del, nd = {}, 0, {}, 0
 for j = 1, nf do
   local i = firsts[j]
-  local k = KEYS[i + 3]
+  local k = KEYS[i + 4]
   local s = liked[k]
   if s ~= (was[i] ~= false) then
     if s then set[ns + 1] = k; set[ns + 2] = '1'; ns = ns + 2 else nd = nd + 1; del[nd] = k end
@@ -102,5 +133,5 @@ if ns > 0 then redis.call('MSET', unpack(set, 1, ns)) end
 if nd > 0 then redis.call('DEL', unpack(del, 1, nd)) end
 if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
 publish(count)
-return reply
+return finish(reply)
 `)

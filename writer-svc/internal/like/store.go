@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,21 +26,48 @@ type Change struct {
 	Unlike bool
 }
 
+// ErrExpired is a batch that Redis refused because its deadline had passed when Redis came to
+// it: nothing changed, and no later run of the same call can change anything.
+var ErrExpired = errors.New("like batch past its deadline")
+
+// errReply is a script reply of the wrong shape: the script ran, but its results are unknown.
+var errReply = errors.New("like script: malformed reply")
+
+// clockSkew is how far the writer's clock may run ahead of Redis'. The script refuses a batch
+// once Redis' clock passes its deadline less clockSkew, so that even with clocks that far apart
+// it never applies a batch after the writer, on its own clock, has answered its callers 503.
+// NTP keeps hosts of one site within a few milliseconds of each other.
+const clockSkew = 25 * time.Millisecond
+
+// undatedTimeout bounds a batch whose context has no deadline (tests, tools): the script needs a
+// deadline to refuse late runs, and such a caller waits for the answer whatever it is.
+const undatedTimeout = 10 * time.Second
+
 // Store keeps likes in Redis.
 type Store struct {
 	rdb     redis.UniversalClient
 	keys    rediskeys.Scheme
 	publish string
+	acks    int
 }
 
-// NewStore returns a Store. In cluster mode changes go out with SPUBLISH, because a classic
-// PUBLISH is copied to every node of a cluster.
-func NewStore(rdb redis.UniversalClient, keys rediskeys.Scheme, cluster bool) *Store {
+// StoreOptions tune a Store.
+type StoreOptions struct {
+	// Cluster sends changes out with SPUBLISH, because a classic PUBLISH is copied to every node
+	// of a cluster.
+	Cluster bool
+	// AckReplicas is how many replicas must confirm a batch (WAIT) before its changes are
+	// answered; 0 answers once the primary has them. See ack.go.
+	AckReplicas int
+}
+
+// NewStore returns a Store.
+func NewStore(rdb redis.UniversalClient, keys rediskeys.Scheme, o StoreOptions) *Store {
 	publish := "PUBLISH"
-	if cluster {
+	if o.Cluster {
 		publish = "SPUBLISH"
 	}
-	return &Store{rdb: rdb, keys: keys, publish: publish}
+	return &Store{rdb: rdb, keys: keys, publish: publish, acks: o.AckReplicas}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis
@@ -77,13 +107,27 @@ func (s *Store) one(ctx context.Context, post string, c Change) (Result, error) 
 // publish of the final count for the whole batch (none if nothing changed). A user repeated in
 // changes is counted once. On error none of the results is known: the batch either was stored
 // whole or not at all.
+//
+// ctx's deadline bounds the batch in Redis too: the script refuses to run once Redis' clock has
+// passed it (less clockSkew), so a caller that gives up at that deadline knows the batch can
+// never land afterwards (ErrExpired when Redis saw it too late). A ctx without a deadline gets
+// undatedTimeout. Each call carries a fresh batch id, so a copy of it that Redis runs again (a
+// retry after a lost reply) returns the first run's results (see changeScript).
 func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Result, error) {
 	n := len(changes)
 	if n == 0 || n > MaxBatch {
 		return nil, fmt.Errorf("like script: %d changes; want 1 to %d", n, MaxBatch)
 	}
-	keys := make([]string, 3, 3+n)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, undatedTimeout)
+		defer cancel()
+		deadline, _ = ctx.Deadline()
+	}
+	keys := make([]string, 4, 4+n)
 	keys[0], keys[1], keys[2] = s.keys.Count(post), s.keys.Version(post), s.keys.Channel(post)
+	keys[3] = s.keys.Batch(post, strconv.FormatUint(rand.Uint64(), 36))
 	ops := make([]byte, n)
 	for i, c := range changes {
 		keys = append(keys, s.keys.User(post, c.User))
@@ -92,23 +136,54 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			ops[i] = 'U'
 		}
 	}
-	reply, err := changeScript.Run(ctx, s.rdb, keys, post, s.publish, ops).Slice()
+	cutoff := deadline.Add(-clockSkew)
+	args := []any{post, s.publish, ops, cutoff.UnixMilli()}
+	var reply []any
+	var err error
+	if s.acks > 0 {
+		reply, err = s.runAcked(ctx, keys, args, cutoff)
+	} else {
+		reply, err = changeScript.Run(ctx, s.rdb, keys, args...).Slice()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("like script: %w", err)
+		return nil, scriptError(err)
 	}
 	return results(reply, changes)
 }
 
+// scriptError names a failed script call, as ErrExpired when the script refused the batch.
+func scriptError(err error) error {
+	if redis.HasErrorPrefix(err, "DEADLINE") {
+		return fmt.Errorf("like script: %w (%w)", ErrExpired, err)
+	}
+	if errors.Is(err, ErrNotReplicated) {
+		return err
+	}
+	return fmt.Errorf("like script: %w", err)
+}
+
+// settled reports whether a batch that failed with err can no longer take effect: Redis ran it
+// (its reply came back, or WAIT followed it) or refused it for its deadline. Any other failure,
+// such as a lost connection or a timeout, may leave the call on the wire or in Redis' input
+// buffer, to run later, until its deadline passes.
+func settled(err error) bool {
+	return errors.Is(err, ErrExpired) || errors.Is(err, ErrNotReplicated) || errors.Is(err, errReply)
+}
+
 // results turns the script's reply, {count before the batch, one byte per change: 1 if it
-// changed something}, into each change's result, counting as the script did.
+// changed something}, into each change's result, counting as the script did. A reply of another
+// shape is an error, never a panic: the flusher that calls this serves a whole post.
 func results(reply []any, changes []Change) ([]Result, error) {
+	if len(reply) != 2 {
+		return nil, fmt.Errorf("%w: %d values; want a count and flags", errReply, len(reply))
+	}
 	count, ok := reply[0].(int64)
-	if len(reply) != 2 || !ok {
-		return nil, fmt.Errorf("like script: reply %v; want a count and flags", reply)
+	if !ok {
+		return nil, fmt.Errorf("%w: count %T; want an integer", errReply, reply[0])
 	}
 	flags, ok := reply[1].(string)
 	if !ok || len(flags) != len(changes) {
-		return nil, fmt.Errorf("like script: %d flags for %d changes", len(flags), len(changes))
+		return nil, fmt.Errorf("%w: flags %v for %d changes", errReply, reply[1], len(changes))
 	}
 	res := make([]Result, len(changes))
 	for i, c := range changes {

@@ -21,7 +21,7 @@ func newStore(t *testing.T) (*Store, *redis.Client) {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	s := NewStore(rdb, keys, false)
+	s := NewStore(rdb, keys, StoreOptions{})
 	if err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestScriptsSurviveScriptFlush(t *testing.T) {
 func TestRedisDownIsAnError(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	s := NewStore(rdb, keys, false)
+	s := NewStore(rdb, keys, StoreOptions{})
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -1,0 +1,103 @@
+package like
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/pkg/redistest"
+)
+
+// TestAnswered503NeverLandsLater is issue 18's interleaving, with two writers on one Redis:
+//  1. a like on writer A is answered 503: its deadline passes while its script call is still on
+//     its way to Redis (a proxy holds it);
+//  2. an unlike by the same user on writer B is answered 200;
+//  3. A's call then reaches Redis, which runs it. It must change nothing: the user's last
+//     answered change is the unlike, and a like that lands now would undo it for good.
+func TestAnswered503NeverLandsLater(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProxy(t, srv.Addr)
+	a, _ := coalescerOn(t, p.Addr, BatchOptions{Size: 16})
+	b, _ := coalescerOn(t, srv.Addr, BatchOptions{Size: 16})
+	ctx := context.Background()
+
+	p.hold()
+	soon, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() { _, err := a.Like(soon, "p", "u"); answered <- err }() // exits when answered
+	poll.Until(t, 5*time.Second, "A's script call held on the wire", func() bool { return p.holds("evalsha") })
+	if err := <-answered; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("like on A while Redis cannot see it: %v; want the deadline (a 503)", err)
+	}
+	if res, err := b.Unlike(ctx, "p", "u"); err != nil || res != (Result{0, false}) {
+		t.Fatalf("unlike on B: %+v, %v; want count 0, nothing to undo", res, err)
+	}
+
+	calls := scriptCalls(t, srv)
+	p.unhold()
+	poll.Until(t, 10*time.Second, "A's late call run by Redis", func() bool { return scriptCalls(t, srv) == calls+1 })
+	rdb := srv.Client(t)
+	if n := rdb.Exists(ctx, keys.User("p", "u")).Val(); n != 0 {
+		t.Error("the like answered 503 landed after the unlike answered 200")
+	}
+	if n := errorReplies(t, srv, "DEADLINE"); n != 1 {
+		t.Errorf("%d DEADLINE refusals; want 1, the late call's", n)
+	}
+	if n, err := b.store.Count(ctx, "p"); err != nil || n != 0 {
+		t.Errorf("count %d, %v; want 0", n, err)
+	}
+}
+
+// TestLostReplyAnswersFirstRun cuts the connection after Redis ran a batch and before its reply
+// reached the writer. go-redis sends the call again on a new connection; the second run must
+// answer what the first one did ("liked":true), not what running it again would ("liked":false),
+// and count the like once.
+func TestLostReplyAnswersFirstRun(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProxy(t, srv.Addr)
+	c, _ := coalescerOn(t, p.Addr, BatchOptions{Size: 16})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	calls := scriptCalls(t, srv)
+	cut := p.cutNextReply()
+	res, err := c.Like(ctx, "p", "u")
+	select {
+	case <-cut:
+	default:
+		t.Fatal("no reply was cut: the test proves nothing")
+	}
+	if err != nil || res != (Result{1, true}) {
+		t.Errorf("like whose first reply was lost: %+v, %v; want count 1, liked", res, err)
+	}
+	if got := scriptCalls(t, srv) - calls; got != 2 {
+		t.Errorf("%d script calls; want 2 (the lost one and the retry)", got)
+	}
+	if n, err := c.store.Count(ctx, "p"); err != nil || n != 1 {
+		t.Errorf("count %d, %v; want 1", n, err)
+	}
+}
+
+// errorReplies returns how many error replies with code Redis has sent (INFO errorstats).
+func errorReplies(t *testing.T, srv *redistest.Server, code string) int {
+	t.Helper()
+	info, err := srv.Do("INFO", "errorstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := info.(string)
+	_, rest, ok := strings.Cut(s, "errorstat_"+code+":count=")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexAny(rest, "\r\n")
+	if end < 0 {
+		end = len(rest)
+	}
+	n, _ := strconv.Atoi(rest[:end])
+	return n
+}
