@@ -22,8 +22,10 @@ mkdir -p "$OUT"
 [[ -x bin/fanout-svc ]] || { echo "floor: run make build first" >&2; exit 1; }
 go test -c -o "$OUT/hub.test" ./fanout-svc/internal/hub
 
-exec 9>/tmp/likes-bench.lock
-flock 9
+if [[ -z ${LIKES_BENCH_LOCK_HELD:-} ]]; then # scripts/alone.sh holds it already
+  exec 9>/tmp/likes-bench.lock
+  flock 9
+fi
 
 # ramp TARGET RATE RUN: one ramp; prints "target rate run events/s cpu% cpu-us/event p99-ms".
 ramp() {

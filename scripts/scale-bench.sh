@@ -22,8 +22,10 @@ OUT=${OUT:-.run/scale-bench}
 DOCKER=${DOCKER:-docker}
 mkdir -p "$OUT"
 
-exec 9>/tmp/likes-bench.lock
-flock -w 900 9 || { echo "scale-bench: another benchmark holds /tmp/likes-bench.lock" >&2; exit 1; }
+if [[ -z ${LIKES_BENCH_LOCK_HELD:-} ]]; then # scripts/alone.sh holds it already
+  exec 9>/tmp/likes-bench.lock
+  flock -w 900 9 || { echo "scale-bench: another benchmark holds /tmp/likes-bench.lock" >&2; exit 1; }
+fi
 trap '"$DOCKER" compose --profile bench down -v --timeout 5 >/dev/null 2>&1 || true' EXIT
 
 echo "scale-bench: FANOUT_CPU_LIMIT=$FANOUT_CPU_LIMIT, $ROUNDS rounds of replicas $REPLICAS; load average $(cut -d' ' -f1-3 /proc/loadavg)"
