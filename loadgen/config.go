@@ -45,7 +45,7 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		"writer-svc replicas whose /metrics give the writers' CPU, when --writer is a balancer that does not pass /metrics; comma-separated, or one URL whose host resolves to several addresses")
 	set.List(&fanout, "fanout", "LOADGEN_FANOUT", "http://127.0.0.1:8090",
 		"fanout-svc base URLs, comma-separated, or one URL whose host resolves to several addresses (one node each)")
-	set.List(&conns, "conns", "LOADGEN_CONNS", "2000,10000,20000,64000", "viewers per phase, increasing, comma-separated")
+	set.List(&conns, "conns", "LOADGEN_CONNS", "2000,10000,20000,64000", "viewers per phase, increasing, comma-separated; a phase of 0 drives the writers alone (no viewer figures)")
 	set.Int(&cfg.Posts, "posts", "LOADGEN_POSTS", 10, "posts; viewer i watches post i mod posts")
 	set.Int(&cfg.Feed, "feed", "LOADGEN_FEED", 0,
 		"posts each viewer follows on one /sse?posts= stream (a feed): post i mod posts and the next feed-1; 0 = one post per stream")

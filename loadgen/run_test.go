@@ -48,6 +48,8 @@ func TestLoadConfig(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--conns", "20,10"},
 		{"--conns", "ten"},
+		{"--conns", "0", "--until-break", "--rate", "10"}, // viewers grown from none stay none
+		{"--conns", "-1"},
 		{"--posts", "0"},
 		{"--fanout", "127.0.0.1:8090"},
 		{"--window", "0s"},

@@ -4,8 +4,9 @@
 # run. Starts a throwaway redis-server, one writer-svc (and the one fanout-svc node a ramp needs)
 # on 127.0.0.1, then drives the writer twice for the same time at the same concurrency:
 #   wrk      wrk -t1 -cCONNS with scripts/wrk-like.lua (fresh users, one post)
-#   loadgen  loadgen ramp --conns 1 --posts 1 --writers CONNS: CONNS closed-loop writers over
-#            CONNS keep-alive connections, one viewer (the ramp needs one)
+#   loadgen  loadgen ramp --conns 0 --posts 1 --writers CONNS: CONNS closed-loop writers over
+#            CONNS keep-alive connections, no viewer: what a like costs, as wrk sends it (a
+#            viewer would add the node's and its own events to the generator's core)
 # and for each prints, over the same measured interval (DURATION seconds, after WARMUP seconds of
 # load):
 #   likes/s     likes stored (the post's count in Redis; every like is by a fresh user) per second
@@ -116,7 +117,7 @@ wait_bounded() {
 # samples the interval of DURATION seconds after that.
 measure() {
   local name=$1 post=$2 gen=$3 s0 s1
-  for _ in $(seq 300); do # up to 30 s for the first like (the ramp connects its viewer first)
+  for _ in $(seq 300); do # up to 30 s for the first like (the ramp reads the node and Redis first)
     [[ $(stored "$post") -gt 0 ]] && break
     kill -0 "$gen" 2>/dev/null || die "$name exited before liking; see $OUT/$name.log"
     sleep 0.1
@@ -155,7 +156,7 @@ wait_bounded "$gen" 30
 wrk_errors=$(awk '/^likes:/{print $4}' "$OUT/wrk.log")
 
 taskset -c "$GEN_CPUS" "$BIN/loadgen" ramp --writer "$url" --fanout "http://127.0.0.1:$FANOUT_PORT" \
-  --redis "127.0.0.1:$REDIS_PORT" --conns 1 --posts 1 --writers "$CONNS" --warmup "${WARMUP}s" \
+  --redis "127.0.0.1:$REDIS_PORT" --conns 0 --posts 1 --writers "$CONNS" --warmup "${WARMUP}s" \
   --window "$((DURATION + 2))s" --post-prefix "$RUN-lg" --json >"$OUT/ramp.json" 2>"$OUT/loadgen.log" &
 gen=$!
 pids+=($gen)

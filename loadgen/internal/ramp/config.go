@@ -66,10 +66,10 @@ func (c *Config) Validate() error {
 	if c.Search != nil {
 		return c.Search.validate(c)
 	}
-	prev := 0
+	prev := -1 // a first phase of 0 viewers measures the writers alone
 	for _, n := range c.Conns {
 		if n <= prev {
-			return fmt.Errorf("--conns must be positive and increasing: %v", c.Conns)
+			return fmt.Errorf("--conns must be increasing, from 0 or more: %v", c.Conns)
 		}
 		prev = n
 	}

@@ -42,6 +42,8 @@ func (s *Search) validate(c *Config) error {
 		return errors.New("--precision must be between 0 and 1")
 	case s.MaxSteps < 1 || s.MaxTime <= 0:
 		return errors.New("--max-steps and --max-time must be positive")
+	case !s.GrowRate && c.Conns[0] < 1:
+		return errors.New("--until-break grows the viewers from the first --conns: it must be at least 1 (--grow rate searches the writers alone with --conns 0)")
 	}
 	return nil
 }

@@ -29,19 +29,20 @@ type term struct {
 
 // metric is one figure of a phase the objective can name.
 type metric struct {
-	name string
-	unit string // "ms", "%" or "" (a count)
-	of   func(*report.Phase) float64
+	name    string
+	unit    string // "ms", "%" or "" (a count)
+	of      func(*report.Phase) float64
+	viewers bool // a figure of what viewers received: none in a phase of no viewers
 }
 
 var metrics = []metric{
-	{"p50", "ms", func(p *report.Phase) float64 { return float64(p.LatencyP50Ms) }},
-	{"p99", "ms", func(p *report.Phase) float64 { return float64(p.LatencyP99Ms) }},
-	{"p999", "ms", func(p *report.Phase) float64 { return float64(p.LatencyP999Ms) }},
-	{"like_p99", "ms", func(p *report.Phase) float64 { return float64(p.LikeP99Ms) }},
-	{"delivery", "%", func(p *report.Phase) float64 { return float64(p.DeliveryPct) }},
-	{"converged", "%", func(p *report.Phase) float64 { return float64(p.ConvergencePct) }},
-	{"errors", "", func(p *report.Phase) float64 { return float64(Errors(p)) }},
+	{name: "p50", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP50Ms) }},
+	{name: "p99", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP99Ms) }},
+	{name: "p999", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP999Ms) }},
+	{name: "like_p99", unit: "ms", of: func(p *report.Phase) float64 { return float64(p.LikeP99Ms) }},
+	{name: "delivery", unit: "%", viewers: true, of: func(p *report.Phase) float64 { return float64(p.DeliveryPct) }},
+	{name: "converged", unit: "%", viewers: true, of: func(p *report.Phase) float64 { return float64(p.ConvergencePct) }},
+	{name: "errors", unit: "", of: func(p *report.Phase) float64 { return float64(Errors(p)) }},
 }
 
 // ops are the comparisons a term may use, longest first so that "<=" is not read as "<".
@@ -130,10 +131,14 @@ func parseValue(m metric, value string) (float64, error) {
 func (o Objective) String() string { return o.text }
 
 // Check returns what of the objective a phase broke, e.g. "p99 340 ms > 100 ms"; none when the
-// phase is clean. An unknown figure (a phase that delivered nothing has no p99) breaks its term.
+// phase is clean. An unknown figure (a phase that delivered nothing has no p99) breaks its term;
+// a phase that asked for no viewers (the writers alone, --conns 0) has no viewer figures to judge.
 func (o Objective) Check(p *report.Phase) []string {
 	var broke []string
 	for _, t := range o.terms {
+		if t.metric.viewers && p.ConnsWanted == 0 {
+			continue
+		}
 		v := t.metric.of(p)
 		if !math.IsNaN(v) && holds(v, t.op, t.limit) {
 			continue

@@ -17,7 +17,7 @@ func TestParseRejectsWhatItCannotJudge(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	healthy := report.Phase{LatencyP50Ms: 3, LatencyP99Ms: 40, LatencyP999Ms: 90, LikeP99Ms: 12, DeliveryPct: 100, ConvergencePct: 100}
+	healthy := report.Phase{ConnsWanted: 100, LatencyP50Ms: 3, LatencyP99Ms: 40, LatencyP999Ms: 90, LikeP99Ms: 12, DeliveryPct: 100, ConvergencePct: 100}
 	tests := []struct {
 		name  string
 		slo   string
@@ -34,6 +34,10 @@ func TestCheck(t *testing.T) {
 			[]string{"p99 unknown > 100 ms"}},
 		{"a looser objective", "p99<=1s, errors<=5", func(p *report.Phase) { p.LatencyP99Ms = 900; p.ConnsFailed = 5 }, nil},
 		{"like latency", "like_p99<10ms", func(*report.Phase) {}, []string{"like_p99 12 ms >= 10 ms"}},
+		{"the writers alone have no viewer figures to judge", Default + ",like_p99<=10ms", func(p *report.Phase) {
+			p.ConnsWanted = 0
+			p.LatencyP99Ms, p.DeliveryPct, p.ConvergencePct = report.Float(math.NaN()), report.Float(math.NaN()), report.Float(math.NaN())
+		}, []string{"like_p99 12 ms > 10 ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
