@@ -104,8 +104,11 @@ func cutOffPrimary(t *testing.T, s *redistest.Sentinel) (*redistest.Server, func
 func replicates(n, primary *redistest.Server) error {
 	res, err := n.Do("ROLE")
 	role, _ := res.([]any)
-	if err != nil || len(role) < 4 {
-		return fmt.Errorf("ROLE of %s: %v %v", n.Addr, res, err)
+	if err != nil {
+		return fmt.Errorf("ROLE of %s: %w", n.Addr, err)
+	}
+	if len(role) < 4 {
+		return fmt.Errorf("ROLE of %s: %v", n.Addr, res)
 	}
 	addr := fmt.Sprint(role[1], ":", role[2])
 	if role[0] != "slave" || addr != primary.Addr || role[3] != "connected" {

@@ -160,7 +160,7 @@ func (c *conn) turn(fd uintptr) bool {
 func ignoringEINTR(f func() (int, error)) (int, error) {
 	for {
 		n, err := f()
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			return max(n, 0), err
 		}
 	}
