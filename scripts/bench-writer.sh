@@ -16,7 +16,8 @@
 # Usage: scripts/bench-writer.sh
 # Environment (defaults): BIN (bin: the directory holding writer-svc), CONNS (64), THREADS (2),
 # DURATION (20s), DELAY_MS (0: closed loop; N: each connection waits N ms between its answer and
-# its next like), POST (hot), BENCH_PORT_BASE (28000: redis +379, writer +80), BENCH_DIR
+# its next like), POST (hot), REPLICAS (0: replicas of the redis-server, on REDIS_CPUS too, for
+# REDIS_ACK_REPLICAS, which is passed through like every writer-svc variable), BENCH_PORT_BASE (28000: redis +379, writer +80), BENCH_DIR
 # (.run/bench-writer: logs), and any writer-svc variable (BATCH_SIZE, BATCH_WINDOW, ...), which is
 # passed through.
 set -euo pipefail
@@ -57,6 +58,20 @@ taskset -c "$REDIS_CPUS" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --sa
 pids+=($!)
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 for _ in $(seq 100); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
+REPLICAS=${REPLICAS:-0}
+for i in $(seq "$REPLICAS"); do
+  taskset -c "$REDIS_CPUS" redis-server --port $((REDIS_PORT + i)) --bind 127.0.0.1 --save "" --appendonly no \
+    --protected-mode no --daemonize no --replicaof 127.0.0.1 "$REDIS_PORT" >"$BENCH_DIR/replica-$i.log" 2>&1 &
+  pids+=($!)
+done
+if ((REPLICAS > 0)); then # until every replica is in sync and acknowledges writes (WAIT)
+  for _ in $(seq 100); do
+    [[ $(rcli wait "$REPLICAS" 100) -ge $REPLICAS ]] 2>/dev/null && break
+    rcli set bench:sync 1 >/dev/null
+    sleep 0.1
+  done
+  [[ $(rcli wait "$REPLICAS" 1000) -ge $REPLICAS ]] || { echo "bench-writer: $REPLICAS replicas did not sync" >&2; exit 1; }
+fi
 LISTEN_ADDR=127.0.0.1:$WRITER_PORT REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0 LOG_LEVEL=${LOG_LEVEL:-error} \
   taskset -c "$WRITER_CPUS" "$BIN/writer-svc" >"$BENCH_DIR/writer-svc.log" 2>&1 &
 writer=$!
