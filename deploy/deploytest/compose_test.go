@@ -55,7 +55,8 @@ func likesServices(t *testing.T, p *types.Project) map[string]types.ServiceConfi
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	for _, name := range []string{"redis", "writer-svc", "fanout-svc", "haproxy", "loadgen"} {
+	for _, name := range []string{"redis-0", "redis-1", "redis-2", "sentinel-0", "sentinel-1", "sentinel-2",
+		"writer-svc", "fanout-svc", "haproxy", "loadgen"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("docker-compose.yml has no service %s", name)
 		}
@@ -270,8 +271,9 @@ func listenPort(t *testing.T, s types.ServiceConfig) string {
 	return port
 }
 
-// TestComposeRedisDurability checks the append-only file and that APPENDFSYNC selects its fsync
-// policy, everysec by default.
+// TestComposeRedisDurability checks, on every data node (any may become the primary), the
+// append-only file on a named volume of its own and that APPENDFSYNC selects its fsync policy,
+// everysec by default.
 func TestComposeRedisDurability(t *testing.T) {
 	tests := []struct {
 		give []string
@@ -281,23 +283,37 @@ func TestComposeRedisDurability(t *testing.T) {
 		{give: []string{"APPENDFSYNC=always"}, want: "always"},
 	}
 	for _, tt := range tests {
-		redis := loadCompose(t, tt.give...).Services["redis"]
-		cmd := strings.Join(redis.Command, " ")
-		if !strings.Contains(cmd, "--appendonly yes") {
-			t.Errorf("redis command %q lacks --appendonly yes", cmd)
+		p := loadCompose(t, tt.give...)
+		volumes := map[string]string{}
+		for _, redis := range composeRedisOf(t, p).nodes {
+			opts := redisOptions(t, redis)
+			if opts["appendonly"] != "yes" {
+				t.Errorf("%s: --appendonly %q; want yes", redis.Name, opts["appendonly"])
+			}
+			if opts["appendfsync"] != tt.want {
+				t.Errorf("env %v: %s --appendfsync %q; want %s", tt.give, redis.Name, opts["appendfsync"], tt.want)
+			}
+			if !strings.HasPrefix(redis.Image, "redis:7.") {
+				t.Errorf("%s image %s; want a pinned redis:7.x", redis.Name, redis.Image)
+			}
+			var volume string
+			for _, v := range redis.Volumes {
+				if v.Type == types.VolumeTypeVolume && v.Target == "/data" {
+					volume = v.Source
+				}
+			}
+			if volume == "" || opts["dir"] != "/data" {
+				t.Errorf("%s keeps its AOF outside a named volume at /data: volumes %v, --dir %q", redis.Name, redis.Volumes, opts["dir"])
+			}
+			if other, ok := volumes[volume]; ok {
+				t.Errorf("%s and %s share the volume %s; each data node needs its own", other, redis.Name, volume)
+			}
+			volumes[volume] = redis.Name
 		}
-		if !strings.Contains(cmd, "--appendfsync "+tt.want) {
-			t.Errorf("env %v: redis command %q; want --appendfsync %s", tt.give, cmd, tt.want)
-		}
-		if !strings.HasPrefix(redis.Image, "redis:7.") {
-			t.Errorf("redis image %s; want a pinned redis:7.x", redis.Image)
-		}
-		var dataOnVolume bool
-		for _, v := range redis.Volumes {
-			dataOnVolume = dataOnVolume || (v.Type == types.VolumeTypeVolume && v.Target == "/data")
-		}
-		if !dataOnVolume || !strings.Contains(cmd, "--dir /data") {
-			t.Errorf("redis keeps its AOF outside a named volume at /data: volumes %v, command %q", redis.Volumes, cmd)
+		// The single Redis of earlier versions kept its counts in redis-data: the initial primary
+		// keeps that volume, so an existing stack's counts carry over.
+		if volumes["redis-data"] != "redis-0" {
+			t.Errorf("volume redis-data is %q's; want redis-0's, the initial primary", volumes["redis-data"])
 		}
 	}
 }
@@ -335,8 +351,10 @@ func TestComposeSettingsForSmallHosts(t *testing.T) {
 			}
 		}
 	}
-	if got := small.Services["redis"].Image; got != "local/redis:7" {
-		t.Errorf("REDIS_IMAGE: redis image %s; want local/redis:7", got)
+	for _, s := range composeRedisOf(t, small).all() {
+		if s.Image != "local/redis:7" {
+			t.Errorf("REDIS_IMAGE: %s image %s; want local/redis:7", s.Name, s.Image)
+		}
 	}
 	if got := small.Services["haproxy"].Image; got != "local/haproxy:3" {
 		t.Errorf("HAPROXY_IMAGE: haproxy image %s; want local/haproxy:3", got)
@@ -344,13 +362,17 @@ func TestComposeSettingsForSmallHosts(t *testing.T) {
 }
 
 // TestComposeRedisOnItsOwnNetwork: only the services that use Redis share its network, so a node
-// can be cut off from Redis alone (docker network disconnect) while it still serves its viewers.
-// loadgen is among them: it reads Redis's CPU and subscriptions (LOADGEN_REDIS).
+// can be cut off from Redis alone (docker network disconnect), its data nodes and Sentinels
+// alike, while it still serves its viewers. loadgen is among them: it reads Redis's CPU and
+// subscriptions (LOADGEN_REDIS).
 func TestComposeRedisOnItsOwnNetwork(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string][]string{
-		"redis": {"redis"}, "writer-svc": {"default", "redis"}, "fanout-svc": {"default", "redis"},
+		"writer-svc": {"default", "redis"}, "fanout-svc": {"default", "redis"},
 		"haproxy": {"default"}, "loadgen": {"default", "redis"},
+	}
+	for _, s := range composeRedisOf(t, p).all() {
+		want[s.Name] = []string{"redis"}
 	}
 	for name, nets := range want {
 		s := p.Services[name]

@@ -76,13 +76,14 @@ func readKustomization(t *testing.T) kustomization {
 
 // kubeObjects is every object of the base, decoded into its Go type.
 type kubeObjects struct {
-	deployments map[string]*appsv1.Deployment
-	services    map[string]*corev1.Service
-	configMaps  map[string]*corev1.ConfigMap
-	pdbs        map[string]*policyv1.PodDisruptionBudget
-	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
-	ingresses   map[string]*networkingv1.Ingress
-	namespaces  map[string]*corev1.Namespace
+	deployments  map[string]*appsv1.Deployment
+	statefulSets map[string]*appsv1.StatefulSet
+	services     map[string]*corev1.Service
+	configMaps   map[string]*corev1.ConfigMap
+	pdbs         map[string]*policyv1.PodDisruptionBudget
+	hpas         map[string]*autoscalingv2.HorizontalPodAutoscaler
+	ingresses    map[string]*networkingv1.Ingress
+	namespaces   map[string]*corev1.Namespace
 }
 
 // decodeManifest decodes one YAML document into a typed object.
@@ -95,7 +96,8 @@ func decodeManifest(data []byte) (runtime.Object, error) {
 func loadKube(t *testing.T) *kubeObjects {
 	t.Helper()
 	objs := &kubeObjects{
-		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
+		deployments: map[string]*appsv1.Deployment{}, statefulSets: map[string]*appsv1.StatefulSet{},
+		services:   map[string]*corev1.Service{},
 		configMaps: map[string]*corev1.ConfigMap{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
 		hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, ingresses: map[string]*networkingv1.Ingress{},
 		namespaces: map[string]*corev1.Namespace{},
@@ -123,6 +125,8 @@ func (o *kubeObjects) add(obj runtime.Object) error {
 	switch v := obj.(type) {
 	case *appsv1.Deployment:
 		o.deployments[v.Name] = v
+	case *appsv1.StatefulSet:
+		o.statefulSets[v.Name] = v
 	case *corev1.Service:
 		o.services[v.Name] = v
 	case *corev1.ConfigMap:
@@ -168,7 +172,7 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 func TestManifestsDecodeStrictly(t *testing.T) {
 	objs := loadKube(t)
 	for kind, n := range map[string]int{
-		"Deployment": len(objs.deployments), "Service": len(objs.services),
+		"Deployment": len(objs.deployments), "StatefulSet": len(objs.statefulSets), "Service": len(objs.services),
 		"PodDisruptionBudget": len(objs.pdbs), "HorizontalPodAutoscaler": len(objs.hpas),
 	} {
 		if n == 0 {
@@ -246,7 +250,8 @@ func TestDeploymentsWiring(t *testing.T) {
 	}
 }
 
-// containerEnv returns the environment a container gets: its ConfigMaps' keys and env entries.
+// containerEnv returns the environment a container gets: its ConfigMaps' keys and env entries,
+// a ConfigMap key by its value, a pod field as "$(field:PATH)", a Secret's key as "".
 func containerEnv(t *testing.T, objs *kubeObjects, c corev1.Container) map[string]string {
 	t.Helper()
 	env := map[string]string{}
@@ -265,9 +270,33 @@ func containerEnv(t *testing.T, objs *kubeObjects, c corev1.Container) map[strin
 		}
 	}
 	for _, e := range c.Env {
-		env[e.Name] = e.Value
+		env[e.Name] = envValue(t, objs, e)
 	}
 	return env
+}
+
+// envValue returns the value of one env entry (see containerEnv).
+func envValue(t *testing.T, objs *kubeObjects, e corev1.EnvVar) string {
+	t.Helper()
+	switch from := e.ValueFrom; {
+	case from == nil:
+		return e.Value
+	case from.ConfigMapKeyRef != nil:
+		ref := from.ConfigMapKeyRef
+		cm := objs.configMaps[ref.Name]
+		if cm == nil {
+			t.Errorf("env %s names ConfigMap %s, which the base lacks", e.Name, ref.Name)
+			return ""
+		}
+		v, ok := cm.Data[ref.Key]
+		if !ok && (ref.Optional == nil || !*ref.Optional) {
+			t.Errorf("env %s names key %s of ConfigMap %s, which it lacks", e.Name, ref.Key, ref.Name)
+		}
+		return v
+	case from.FieldRef != nil:
+		return "$(field:" + from.FieldRef.FieldPath + ")"
+	}
+	return ""
 }
 
 func checkContainer(t *testing.T, c corev1.Container, env map[string]string, k kustomization) {
@@ -377,8 +406,18 @@ func TestKubeEnvMatchesCompose(t *testing.T) {
 			t.Errorf("%s LISTEN_ADDR: kube %q, compose %q", name, got, want)
 		}
 	}
-	if !regexp.MustCompile(`^redis(s)?://`).MatchString(objs.configMaps["likes-redis"].Data["REDIS_URL"]) {
-		t.Errorf("likes-redis REDIS_URL %q is not a redis:// URL", objs.configMaps["likes-redis"].Data["REDIS_URL"])
+	redis := objs.configMaps["likes-redis"].Data
+	if redis["REDIS_SENTINEL_ADDRS"] == "" {
+		t.Errorf("likes-redis sets no REDIS_SENTINEL_ADDRS; the services would look for one Redis at the default URL")
+	}
+	if got, want := redis["REDIS_SENTINEL_MASTER"], serviceEnv(p.Services["writer-svc"], "REDIS_SENTINEL_MASTER"); got != want {
+		t.Errorf("likes-redis REDIS_SENTINEL_MASTER %q; compose %q", got, want)
+	}
+	if url, ok := redis["REDIS_URL"]; ok && !regexp.MustCompile(`^redis(s)?://`).MatchString(url) {
+		t.Errorf("likes-redis REDIS_URL %q is not a redis:// URL", url)
+	}
+	if got, want := objs.configMaps["writer-svc"].Data["REDIS_ACK_REPLICAS"], serviceEnv(p.Services["writer-svc"], "REDIS_ACK_REPLICAS"); got != want {
+		t.Errorf("writer-svc REDIS_ACK_REPLICAS: kube %q, compose %q", got, want)
 	}
 	if strings.TrimSpace(objs.configMaps["fanout-svc"].Data["WRITER_PUBLIC_URL"]) == "" {
 		t.Errorf("fanout-svc ConfigMap sets no WRITER_PUBLIC_URL; the page would post likes to localhost")
@@ -479,7 +518,8 @@ func composeRuleFiles(t *testing.T) []string {
 }
 
 // TestKustomizeRendersRulesConfigMap renders deploy/base with kubectl's Kustomize, when kubectl
-// is installed, and finds the rules ConfigMap in the namespace with the files' exact contents.
+// is installed, and finds the rules ConfigMap in the namespace with the files' exact contents,
+// and the Redis script's ConfigMap with the script.
 // Kubectl is not needed by anything else here (and Debian's kubernetes-client 1.20 predates
 // components), so without it the test says so and skips; TestPrometheusRulesConfigMap checks
 // the same files without rendering.
@@ -495,7 +535,7 @@ func TestKustomizeRendersRulesConfigMap(t *testing.T) {
 		t.Fatalf("kubectl kustomize deploy/base: %v", err)
 	}
 	k := readKustomization(t)
-	var found *corev1.ConfigMap
+	var found, scripts *corev1.ConfigMap
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
 		obj, err := decodeManifest(doc)
 		if err != nil {
@@ -504,6 +544,12 @@ func TestKustomizeRendersRulesConfigMap(t *testing.T) {
 		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == rulesConfigMap {
 			found = cm
 		}
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == redisScriptsConfigMap {
+			scripts = cm
+		}
+	}
+	if script, err := os.ReadFile(redisScript); err != nil || scripts == nil || scripts.Data[filepath.Base(redisScript)] != string(script) {
+		t.Errorf("kubectl kustomize deploy/base renders ConfigMap %s %v; want deploy/redis/likes-redis.sh in it (%v)", redisScriptsConfigMap, scripts != nil, err)
 	}
 	if found == nil {
 		t.Fatalf("kubectl kustomize deploy/base renders no ConfigMap %s", rulesConfigMap)

@@ -170,7 +170,8 @@ func TestOfflineEnvIsWhatComposeReads(t *testing.T) {
 		t.Fatalf("load docker-compose.yml with %s: %v", dotenv, err)
 	}
 	for svc, want := range map[string]string{
-		"redis": "registry.example.com/redis:7", "haproxy": "likes-offline/haproxy:bookworm",
+		"redis-0": "registry.example.com/redis:7", "sentinel-0": "registry.example.com/redis:7",
+		"haproxy":    "likes-offline/haproxy:bookworm",
 		"prometheus": "likes-offline/prometheus:bookworm",
 	} {
 		if got := p.Services[svc].Image; got != want {

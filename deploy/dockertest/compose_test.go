@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,7 +125,7 @@ func TestComposeStack(t *testing.T) {
 		{"2 a like reaches a viewer and the page", func(t *testing.T) { stepLike(t, s) }},
 		{"3 scale to 4 and ramp", func(t *testing.T) { stepScale(t, s, c, &got) }},
 		{"4 kill a fanout node", func(t *testing.T) { stepKill(t, s, c, &got) }},
-		{"5 redis restarted and killed", func(t *testing.T) { stepRedis(t, s, c, &got) }},
+		{"5 redis outage and failover", func(t *testing.T) { stepRedis(t, s, c, &got) }},
 		{"6 partitions", func(t *testing.T) { stepPartitions(t, s, c, &got) }},
 		{"7 scale down to 2", func(t *testing.T) { stepScaleDown(t, s, c, &got) }},
 		{"8 down and up", func(t *testing.T) { stepDownUp(t, s, c, &got) }},
@@ -150,7 +151,11 @@ func stepUp(t *testing.T, s *stack, got *figures) {
 	start := time.Now()
 	s.mustCompose(25*time.Minute, "up", "--build", "--wait", "--wait-timeout", "300")
 	got.add(t, "up --build --wait: every service healthy after %v", time.Since(start).Round(time.Second))
-	for svc, n := range map[string]int{"redis": 1, "writer-svc": 2, "fanout-svc": 1, "haproxy": 1} {
+	want := map[string]int{"writer-svc": 2, "fanout-svc": 1, "haproxy": 1}
+	for _, svc := range append(slices.Clone(dataNodes), sentinels...) {
+		want[svc] = 1
+	}
+	for svc, n := range want {
 		names := s.containers(svc, false)
 		if len(names) != n {
 			t.Errorf("%s: %d containers running %v; want %d", svc, len(names), names, n)
@@ -164,6 +169,10 @@ func stepUp(t *testing.T, s *stack, got *figures) {
 	if up := clienttest.HAProxyServersUp(s.stats, "writer-svc"); up != 2 {
 		t.Errorf("haproxy reports %d writer servers UP; want 2", up)
 	}
+	if p := s.awaitTopology(t, 30*time.Second); p != dataNodes[0] {
+		t.Errorf("the Sentinels name %s the primary; want %s, the initial primary", p, dataNodes[0])
+	}
+	got.add(t, "redis: %s the primary, the other data nodes its replicas in sync, all 3 Sentinels agreeing", dataNodes[0])
 }
 
 // stepLike: a like through haproxy's :8080 reaches an SSE viewer on :8090, and the live page
@@ -279,37 +288,84 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 		held, took.Round(10*time.Millisecond), time.Since(crashed).Round(100*time.Millisecond))
 }
 
-// stepRedis: Redis restarted (`docker compose restart redis`) and then killed (`docker kill`,
-// then `docker compose start redis`) while likes flow, with APPENDFSYNC=always: no acknowledged like is lost,
-// and the viewers converge on the stored count without reconnecting.
+// stepRedis: with the append-only file on every data node and a like flowing every 20 ms from
+// fresh users (each retried until 200), two Redis faults.
+//
+// An outage: every data node killed at once (`docker kill`, which the engine does not undo),
+// then `docker compose start`ed, as an operator would. Likes are refused meanwhile, and the
+// writers' LikesWriterRedisErrors goes pending, raised by this outage: the alert that says Redis
+// is down.
+//
+// A failover: the primary alone killed. The Sentinels promote a replica, and likes are
+// acknowledged again within 10 s of the kill (the seconds without an acknowledgement and the
+// attempts refused are recorded); the killed node, started again, comes back as a replica of
+// the new primary.
+//
+// After both: no acknowledged like is lost; no fanout node shed its viewers (both faults end
+// within the suite's REDIS_GRACE), none raises LikesViewersShed, and the viewers converge on the
+// stored count without reconnecting.
 func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 	base := s.storedCount(c.post)
 	connects := c.connects()
+	sheds := s.sheds()
+	primary := s.awaitTopology(t, 30*time.Second)
 	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-flow", 20*time.Millisecond)
 	flowing := func(what string) {
 		sent := flow.Sent()
 		poll.Until(t, 30*time.Second, "likes to flow "+what, func() bool { return flow.Sent() > sent+20 })
 	}
-	flowing("before the restart")
-	start := time.Now()
-	restarted := start
-	s.mustCompose(2*time.Minute, "restart", "redis")
-	s.awaitHealthy("redis", 1, time.Minute)
-	flowing("after the restart")
-	got.add(t, "compose restart redis: likes flowing again %v after the command", time.Since(start).Round(100*time.Millisecond))
+	flowing("before the outage")
 
-	// docker kill is a manual stop to the engine, which does not restart the container: Compose
-	// starts it again, as an operator would.
-	redis := s.containers("redis", false)[0]
-	start = time.Now()
-	s.mustDocker("kill", redis)
-	s.mustCompose(2*time.Minute, "start", "redis")
-	s.awaitHealthy("redis", 1, time.Minute)
-	flowing("after the kill")
-	got.add(t, "docker kill redis, then compose start redis: likes flowing again %v after the kill", time.Since(start).Round(100*time.Millisecond))
+	// The outage: no data node left, so no failover can help.
+	var nodes []string
+	for _, n := range dataNodes {
+		nodes = append(nodes, s.containers(n, false)...)
+	}
+	watch := watchAcks(flow)
+	refused := flow.Failed()
+	killed := time.Now()
+	s.mustDocker(append([]string{"kill"}, nodes...)...)
+	s.mustCompose(2*time.Minute, append([]string{"start"}, dataNodes...)...)
+	for _, n := range dataNodes {
+		s.awaitHealthy(n, 1, time.Minute)
+	}
+	flowing("after the outage")
+	gap := watch.Stop()
+	after := s.awaitTopology(t, 30*time.Second)
+	got.add(t, "every data node killed, then compose start: no like acknowledged for %v, %d attempts refused; %s the primary before and %s after",
+		gap.Round(100*time.Millisecond), flow.Failed()-refused, primary, after)
 	a := s.awaitAlert(t, "LikesWriterRedisErrors", 20*time.Second)
-	got.add(t, "prometheus: %v, active %v after `compose restart redis` (the kill came %v after it)",
-		a, a.ActiveAt.Sub(restarted).Round(100*time.Millisecond), start.Sub(restarted).Round(100*time.Millisecond))
+	if a.ActiveAt.Before(killed.Add(-time.Second)) {
+		t.Errorf("%v active since %s, before the outage began at %s: not raised by it", a, a.ActiveAt.Format("15:04:05.000"), killed.Format("15:04:05.000"))
+	}
+	got.add(t, "prometheus: %v, active %v after the kill", a, a.ActiveAt.Sub(killed).Round(100*time.Millisecond))
+
+	// The failover.
+	primary = after
+	watch = watchAcks(flow)
+	refused = flow.Failed()
+	victim := s.containers(primary, false)[0]
+	killed = time.Now()
+	s.mustDocker("kill", victim)
+	promoted := s.awaitPromoted(t, primary, 10*time.Second)
+	took := time.Since(killed)
+	flowing("after the failover")
+	gap = watch.Stop()
+	if gap > 10*time.Second {
+		t.Errorf("no like acknowledged for %v around the kill of the primary %s; want likes acknowledged again within 10 s", gap, primary)
+	}
+	if gap < 500*time.Millisecond {
+		t.Errorf("likes went on being acknowledged (longest gap %v) while the primary %s was killed: it did not hold them", gap, primary)
+	}
+	got.add(t, "docker kill of the primary %s: the Sentinels agreed on %s %v after the kill; no like acknowledged for %v (limit 10 s), %d attempts refused",
+		primary, promoted, took.Round(100*time.Millisecond), gap.Round(100*time.Millisecond), flow.Failed()-refused)
+	start := time.Now()
+	s.mustCompose(2*time.Minute, "start", primary)
+	s.awaitHealthy(primary, 1, time.Minute) // healthy: its replication link is up
+	if p := s.awaitTopology(t, 30*time.Second); p != promoted {
+		t.Errorf("the Sentinels name %s after %s came back; want %s, the promoted replica", p, primary, promoted)
+	}
+	got.add(t, "the killed %s started again: a replica of %s, in sync, %v after compose start", primary, promoted, time.Since(start).Round(100*time.Millisecond))
 	flow.Stop()
 
 	stored, sent := s.storedCount(c.post), flow.Sent()
@@ -319,14 +375,19 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 		t.Errorf("stored count %d; want %d (before) + %d (acknowledged) = %d: an acknowledged like was lost or counted twice",
 			stored, base, sent, base+sent)
 	}
-	took := c.awaitCount(t, stored, time.Now(), 10*time.Second, "after both Redis faults")
-	after := c.connects()
-	for i := range after {
-		if after[i] != connects[i] {
-			t.Errorf("viewer %d reconnected (%d connects, %d before); want it kept through Redis restarts", i, after[i], connects[i])
+	took = c.awaitCount(t, stored, time.Now(), 10*time.Second, "after both Redis faults")
+	for i, n := range c.connects() {
+		if n != connects[i] {
+			t.Errorf("viewer %d reconnected (%d connects, %d before); want it kept through the Redis faults", i, n, connects[i])
 		}
 	}
-	got.add(t, "redis restart + kill with APPENDFSYNC=always: %d likes acknowledged, %d attempts refused while Redis was away, stored %d = %d + %d; viewers on it %v after the flow stopped, none reconnected",
+	for name, n := range s.sheds() {
+		if n != sheds[name] {
+			t.Errorf("%s likes_fanout_redis_sheds_total %v, %v before the Redis faults; want no viewers shed (REDIS_GRACE %v)", name, n, sheds[name], redisGrace)
+		}
+	}
+	s.noAlert(t, "LikesViewersShed")
+	got.add(t, "redis outage + failover: %d likes acknowledged, %d attempts refused, stored %d = %d + %d; viewers on it %v after the flow stopped, none reconnected, no node shed",
 		sent, flow.Failed(), stored, base, sent, took.Round(10*time.Millisecond))
 }
 
@@ -435,7 +496,7 @@ func stepScaleDown(t *testing.T, s *stack, c *crowd, got *figures) {
 		before, after, stopped.Round(100*time.Millisecond), took.Round(10*time.Millisecond), flow.Sent())
 }
 
-// stepDownUp: `docker compose down` then `up`: the counts survive in the AOF volume; `down -v`
+// stepDownUp: `docker compose down` then `up`: the counts survive in the AOF volumes; `down -v`
 // removes everything of the project.
 func stepDownUp(t *testing.T, s *stack, c *crowd, got *figures) {
 	for _, v := range c.viewers {
@@ -452,12 +513,15 @@ func stepDownUp(t *testing.T, s *stack, c *crowd, got *figures) {
 		t.Fatalf("containers left after down: %v", left)
 	}
 	s.mustCompose(10*time.Minute, "up", "-d", "--wait")
+	// New Sentinels, started after the data nodes: redis-0 is the primary again, whichever was
+	// before (every node has every count: nothing was written while they stopped).
+	primary := s.awaitTopology(t, 30*time.Second)
 	for _, p := range posts {
 		if n := s.storedCount(p); n != want[p] {
 			t.Errorf("post %s: count %d after down and up; want %d (kept in the AOF volume)", p, n, want[p])
 		}
 	}
-	got.add(t, "down + up: counts %v kept in the volume; up again in %v", want, time.Since(start).Round(100*time.Millisecond))
+	got.add(t, "down + up: counts %v kept in the volumes; up again in %v, %s the primary", want, time.Since(start).Round(100*time.Millisecond), primary)
 
 	s.mustCompose(5*time.Minute, "down", "-v")
 	for _, kind := range []string{"container", "volume", "network"} {

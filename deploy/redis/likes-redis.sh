@@ -1,0 +1,143 @@
+#!/bin/sh
+# likes-redis.sh starts the Redis side of likes: the data nodes (a primary and its replicas) and
+# the Sentinels that watch them and promote a replica when the primary fails. docker-compose.yml
+# mounts this file and deploy/base ships it as the ConfigMap likes-redis-scripts, so both
+# deployments start Redis the same way. It runs in the redis image (redis-server, redis-cli, a
+# POSIX sh) and hands over to the image's entrypoint, which drops root when started as root.
+#
+#   likes-redis.sh node [redis-server options]   a data node; the options go to redis-server
+#   likes-redis.sh sentinel                      a Sentinel
+#   likes-redis.sh check-node                    health: answers, and a replica's link is up
+#   likes-redis.sh check-sentinel                health: knows the primary and has a quorum
+#
+# Environment (every name a host the others resolve: Sentinel runs with resolve-hostnames and
+# announce-hostnames, so clients are handed names that survive a restart, not addresses):
+#   REDIS_NODE                 node: this node's name, announced to the primary and the Sentinels
+#   SENTINEL_NAME              sentinel: this Sentinel's name, announced to the other Sentinels
+#   REDIS_INITIAL_PRIMARY      the data node that is the primary when no Sentinel names one (its
+#                              name; every data node listens on 6379)
+#   REDIS_SENTINEL_ADDRS       every Sentinel, host:port, comma-separated (as the services get it)
+#   REDIS_SENTINEL_MASTER      the name the Sentinels monitor the primary under (mymaster)
+#   SENTINEL_QUORUM            Sentinels that must agree the primary is down (2 of 3)
+#   SENTINEL_DOWN_AFTER_MS     no valid reply for this long: a Sentinel calls a node down (1000)
+#   SENTINEL_FAILOVER_TIMEOUT_MS  how long a failover may take before another is tried (3000)
+#   SENTINEL_CONF              sentinel: its configuration file (/data/sentinel.conf)
+#   REDIS_PRIMARY_WAIT         node: seconds a replica waits for its primary to answer (10)
+set -eu
+
+master=${REDIS_SENTINEL_MASTER:-mymaster}
+
+# sentinels prints the Sentinels' host:port addresses, one per line.
+sentinels() {
+	echo "${REDIS_SENTINEL_ADDRS:-}" | tr ', ' '\n\n' | sed '/^$/d'
+}
+
+# ask_primary prints "host port" of the primary as the first other Sentinel that answers names
+# it, and nothing when none does (the first start: the Sentinels start after the data nodes).
+ask_primary() {
+	for s in $(sentinels); do
+		host=${s%:*}
+		port=${s##*:}
+		[ "$host" = "${SENTINEL_NAME:-}" ] && continue
+		# redis-cli exits 0 on an error reply and prints it: accept only "host\nport".
+		out=$(timeout 2 redis-cli -h "$host" -p "$port" --raw sentinel get-master-addr-by-name "$master" 2>/dev/null) || continue
+		name=$(echo "$out" | sed -n 1p)
+		port=$(echo "$out" | sed -n 2p)
+		case $port in '' | *[!0-9]*) continue ;; esac
+		case $name in '' | *' '*) continue ;; esac
+		echo "$name $port"
+		return 0
+	done
+}
+
+# wait_primary waits until the data node $1 (port $2) answers, for at most REDIS_PRIMARY_WAIT
+# seconds. A replica that starts while its primary is down reports no time since its link went
+# down, so the Sentinels could promote it before it has synced, losing what only the primary had
+# (after every data node was down, they all start at once): it waits for the primary first, and
+# starts anyway when the primary does not come, since it may be gone for good and this node must
+# be up to replace it.
+wait_primary() {
+	deadline=$(($(date +%s) + ${REDIS_PRIMARY_WAIT:-10}))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		case $(timeout 2 redis-cli -h "$1" -p "$2" ping 2>/dev/null) in PONG | LOADING*) return 0 ;; esac
+		sleep 0.5
+	done
+	echo "likes-redis: primary $1 did not answer within ${REDIS_PRIMARY_WAIT:-10}s; starting as its replica anyway" >&2
+}
+
+# node starts a data node: the primary the Sentinels name (a node restarted after a failover
+# comes back as a replica of the new primary), else REDIS_INITIAL_PRIMARY, with every other
+# node its replica.
+node() {
+	: "${REDIS_NODE:?set REDIS_NODE to this node's name}" "${REDIS_INITIAL_PRIMARY:?set REDIS_INITIAL_PRIMARY}"
+	primary=$(ask_primary)
+	primary=${primary:-$REDIS_INITIAL_PRIMARY 6379}
+	host=${primary% *}
+	port=${primary#* }
+	set -- "$@" --port 6379 --replica-announce-ip "$REDIS_NODE"
+	if [ "$host" = "$REDIS_NODE" ]; then
+		echo "likes-redis: $REDIS_NODE starts as the primary" >&2
+	else
+		wait_primary "$host" "$port"
+		echo "likes-redis: $REDIS_NODE starts as a replica of $host:$port" >&2
+		set -- "$@" --replicaof "$host" "$port"
+	fi
+	exec docker-entrypoint.sh redis-server "$@"
+}
+
+# sentinel starts a Sentinel. Sentinel rewrites its configuration file as it learns the topology
+# (the replicas, the other Sentinels, each failover's epoch), so the file lives in a writable
+# directory that outlives a restart of the container and is written only when missing: a
+# restarted Sentinel keeps what it knew. Its id is derived from its name, so a Sentinel whose
+# file was lost (a new container or pod) comes back under the id the others know: with a new id
+# they would count it twice, and a failover would need a majority of four.
+sentinel() {
+	: "${SENTINEL_NAME:?set SENTINEL_NAME to this Sentinel's name}" "${REDIS_INITIAL_PRIMARY:?set REDIS_INITIAL_PRIMARY}"
+	conf=${SENTINEL_CONF:-/data/sentinel.conf}
+	if [ ! -s "$conf" ]; then
+		primary=$(ask_primary)
+		primary=${primary:-$REDIS_INITIAL_PRIMARY 6379}
+		cat >"$conf.new" <<EOF
+port 26379
+protected-mode no
+dir $(dirname "$conf")
+sentinel resolve-hostnames yes
+sentinel announce-hostnames yes
+sentinel announce-ip $SENTINEL_NAME
+sentinel myid $(printf %s "$SENTINEL_NAME" | sha1sum | cut -c1-40)
+sentinel monitor $master $primary ${SENTINEL_QUORUM:-2}
+sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1000}
+sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-3000}
+sentinel parallel-syncs $master 1
+EOF
+		mv "$conf.new" "$conf"
+		echo "likes-redis: $SENTINEL_NAME monitors $master at $primary" >&2
+	fi
+	exec docker-entrypoint.sh redis-server "$conf" --sentinel
+}
+
+# check_node: a primary answers PING (PONG only once its data is loaded); a replica also has its
+# link to the primary up, so that "healthy" means it holds the data.
+check_node() {
+	[ "$(redis-cli -p 6379 ping)" = PONG ] || return 1
+	redis-cli -p 6379 info replication | grep -Eq '^(role:master|master_link_status:up)'
+}
+
+# check_sentinel: the Sentinel knows the primary and enough Sentinels to reach the quorum and
+# authorize a failover.
+check_sentinel() {
+	redis-cli -p 26379 sentinel ckquorum "$master" | grep -q '^OK'
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+node) node "$@" ;;
+sentinel) sentinel ;;
+check-node) check_node ;;
+check-sentinel) check_sentinel ;;
+*)
+	echo "usage: likes-redis.sh node [redis-server options] | sentinel | check-node | check-sentinel" >&2
+	exit 2
+	;;
+esac
