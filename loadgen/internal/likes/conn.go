@@ -32,7 +32,7 @@ const dialPause = 10 * time.Millisecond
 // between runs the Load keeps it idle.
 type conn struct {
 	nc       net.Conn        // nil before the first dial and after an error
-	rc       syscall.RawConn // nc's descriptor, for sock (see Read)
+	rc       syscall.RawConn // nc's descriptor, for Read's write-then-wait turn
 	pending  []byte          // requests written by the next Read, before it reads
 	readFD   func(uintptr) bool
 	rd       rawRead
