@@ -434,16 +434,44 @@ const rulesConfigMap = "likes-prometheus-rules"
 // kustomizeComponent is the part of deploy/monitoring/kustomization.yaml in use; unknown fields
 // fail the test.
 type kustomizeComponent struct {
-	APIVersion         string `json:"apiVersion"`
-	Kind               string `json:"kind"`
-	ConfigMapGenerator []struct {
-		Name    string   `json:"name"`
-		Files   []string `json:"files"`
-		Options struct {
-			DisableNameSuffixHash bool              `json:"disableNameSuffixHash"`
-			Labels                map[string]string `json:"labels"`
-		} `json:"options"`
-	} `json:"configMapGenerator"`
+	APIVersion         string               `json:"apiVersion"`
+	Kind               string               `json:"kind"`
+	ConfigMapGenerator []componentGenerator `json:"configMapGenerator"`
+}
+
+// componentGenerator is one configMapGenerator entry of a component.
+type componentGenerator struct {
+	Name    string   `json:"name"`
+	Files   []string `json:"files"`
+	Options struct {
+		DisableNameSuffixHash bool              `json:"disableNameSuffixHash"`
+		Labels                map[string]string `json:"labels"`
+	} `json:"options"`
+}
+
+// componentConfigMap checks that the base k includes the Kustomize component in dir (for what,
+// in the failure) and returns its one configMapGenerator, which must be named name.
+func componentConfigMap(t *testing.T, k kustomization, dir, name, what string) componentGenerator {
+	t.Helper()
+	rel := "../" + filepath.Base(dir)
+	if !slices.Contains(k.Components, rel) {
+		t.Fatalf("kustomization components %v; want %s (%s)", k.Components, rel, what)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c kustomizeComponent
+	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
+		t.Fatalf("%s/kustomization.yaml: %v", dir, err)
+	}
+	if c.APIVersion != "kustomize.config.k8s.io/v1alpha1" || c.Kind != "Component" {
+		t.Errorf("%s is %s %s; want kustomize.config.k8s.io/v1alpha1 Component", dir, c.APIVersion, c.Kind)
+	}
+	if len(c.ConfigMapGenerator) != 1 || c.ConfigMapGenerator[0].Name != name {
+		t.Fatalf("configMapGenerator %+v; want one, named %s", c.ConfigMapGenerator, name)
+	}
+	return c.ConfigMapGenerator[0]
 }
 
 // TestPrometheusRulesConfigMap: the base includes the monitoring component, whose ConfigMap
@@ -451,24 +479,7 @@ type kustomizeComponent struct {
 // cannot drift), under a fixed name, as a valid ConfigMap.
 func TestPrometheusRulesConfigMap(t *testing.T) {
 	k := readKustomization(t)
-	if !slices.Contains(k.Components, "../monitoring") {
-		t.Fatalf("kustomization components %v; want ../monitoring (the Prometheus rules)", k.Components)
-	}
-	raw, err := os.ReadFile(filepath.Join(monitoringDir, "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c kustomizeComponent
-	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
-		t.Fatalf("deploy/monitoring/kustomization.yaml: %v", err)
-	}
-	if c.APIVersion != "kustomize.config.k8s.io/v1alpha1" || c.Kind != "Component" {
-		t.Errorf("deploy/monitoring is %s %s; want kustomize.config.k8s.io/v1alpha1 Component", c.APIVersion, c.Kind)
-	}
-	if len(c.ConfigMapGenerator) != 1 || c.ConfigMapGenerator[0].Name != rulesConfigMap {
-		t.Fatalf("configMapGenerator %+v; want one, named %s", c.ConfigMapGenerator, rulesConfigMap)
-	}
-	gen := c.ConfigMapGenerator[0]
+	gen := componentConfigMap(t, k, monitoringDir, rulesConfigMap, "the Prometheus rules")
 	if !gen.Options.DisableNameSuffixHash {
 		t.Errorf("%s gets a hash suffix; want a fixed name a Prometheus can mount", rulesConfigMap)
 	}

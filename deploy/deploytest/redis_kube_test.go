@@ -251,24 +251,7 @@ func TestKubeRedisImage(t *testing.T) {
 // TestRedisScriptsConfigMap: the base includes the redis component, whose ConfigMap holds
 // exactly the script docker-compose.yml mounts, under the fixed name the pods mount.
 func TestRedisScriptsConfigMap(t *testing.T) {
-	if k := readKustomization(t); !slices.Contains(k.Components, "../redis") {
-		t.Fatalf("kustomization components %v; want ../redis (the Redis start script)", k.Components)
-	}
-	raw, err := os.ReadFile(filepath.Join(redisScriptDir, "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c kustomizeComponent
-	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
-		t.Fatalf("deploy/redis/kustomization.yaml: %v", err)
-	}
-	if c.APIVersion != "kustomize.config.k8s.io/v1alpha1" || c.Kind != "Component" {
-		t.Errorf("deploy/redis is %s %s; want kustomize.config.k8s.io/v1alpha1 Component", c.APIVersion, c.Kind)
-	}
-	if len(c.ConfigMapGenerator) != 1 || c.ConfigMapGenerator[0].Name != redisScriptsConfigMap {
-		t.Fatalf("configMapGenerator %+v; want one, named %s", c.ConfigMapGenerator, redisScriptsConfigMap)
-	}
-	gen := c.ConfigMapGenerator[0]
+	gen := componentConfigMap(t, readKustomization(t), redisScriptDir, redisScriptsConfigMap, "the Redis start script")
 	if !gen.Options.DisableNameSuffixHash {
 		t.Errorf("%s gets a hash suffix; want the fixed name the StatefulSets mount", redisScriptsConfigMap)
 	}
