@@ -33,10 +33,12 @@ func (r *recordingSubscriber) Subscribe(_ context.Context, post string) error {
 	return nil
 }
 
-func (r *recordingSubscriber) Unsubscribe(post string) {
+func (r *recordingSubscriber) Unsubscribe(posts []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.unsub[post]++
+	for _, post := range posts {
+		r.unsub[post]++
+	}
 }
 
 func (r *recordingSubscriber) counts(post string) (subs, unsubs int) {

@@ -17,12 +17,12 @@ import (
 
 // Subscriber is the Redis side of the hub: it subscribes the node to a post's channel and
 // unsubscribes it again. Subscribe returns once the subscription is active, so that a snapshot read
-// after it cannot miss an update; when it fails it leaves the node unsubscribed. Unsubscribe must
-// return in bounded time. The hub never calls either with a lock held, and never has a Subscribe
-// and an Unsubscribe of the same post in flight at once.
+// after it cannot miss an update; when it fails it leaves the node unsubscribed. Unsubscribe drops
+// several posts in one call and must return in bounded time. The hub never calls either with a
+// lock held, and never has a Subscribe and an Unsubscribe of the same post in flight at once.
 type Subscriber interface {
 	Subscribe(ctx context.Context, postID string) error
-	Unsubscribe(postID string)
+	Unsubscribe(postIDs []string)
 }
 
 // Config tunes the engine.
@@ -71,18 +71,17 @@ type Hub struct {
 	stats    Stats
 	admitted atomic.Int64 // viewers admitted by Reserve and not gone yet: in setup or connected
 
-	// mu guards the post map, each post's references and the unsubscriber's queue. It is never
+	// mu guards the post map, each post's subscription and the unsubscriber's queue. It is never
 	// held across a call to the Subscriber: Redis I/O runs on the hub's own goroutines, and only
 	// the post concerned waits for it.
-	mu      sync.RWMutex
-	posts   map[string]*Post
-	leaving map[string]chan struct{} // post -> closed once its UNSUBSCRIBE returned
-	idle    idleQueue
-	closed  bool
+	mu           sync.RWMutex
+	posts        map[string]*Post // a post stays here while leaving, until a successor replaces it
+	leavingPosts int              // posts in the map whose UNSUBSCRIBE is in flight
+	unsub        unsubscriber
+	closed       bool
 
-	idleWake chan struct{} // the unsubscriber has a new deadline to consider
-	done     chan struct{} // closed by Close
-	wg       sync.WaitGroup
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
 }
 
 // New starts a hub with cfg.Shards shard goroutines and its unsubscriber; Close stops them.
@@ -90,8 +89,7 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 	cfg.defaults()
 	h := &Hub{
 		cfg: cfg, sub: sub, log: log,
-		posts: make(map[string]*Post), leaving: make(map[string]chan struct{}),
-		idleWake: make(chan struct{}, 1), done: make(chan struct{}),
+		posts: make(map[string]*Post), unsub: newUnsubscriber(), done: make(chan struct{}),
 	}
 	for i := 0; i < cfg.Shards; i++ {
 		s, err := newShard(i, h)
@@ -119,12 +117,14 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 }
 
 // Publish hands an update to the hub. It never blocks on viewers: it records the post's newest
-// frame and marks the post dirty in every shard. An update older than what the hub has is dropped.
+// frame and marks the post dirty in every shard. An update older than what the hub has is dropped,
+// and so is one for a post whose subscription is not live (still subscribing, or leaving): it came
+// from another subscription of the channel.
 func (h *Hub) Publish(u update.Update) {
 	h.mu.RLock()
 	p := h.posts[u.PostID]
 	h.mu.RUnlock()
-	if p == nil {
+	if p == nil || !p.receives() {
 		return
 	}
 	// offer checks again under the post's lock; this check only spares encoding a frame for a
@@ -143,11 +143,12 @@ func (h *Hub) Publish(u update.Update) {
 	}
 }
 
-// Subscriptions returns how many posts the node is subscribed to (or subscribing).
+// Subscriptions returns how many posts the node is subscribed to (or subscribing), not counting
+// those whose UNSUBSCRIBE is in flight.
 func (h *Hub) Subscriptions() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.posts)
+	return len(h.posts) - h.leavingPosts
 }
 
 // Viewer describes a new viewer for Add.

@@ -1,10 +1,8 @@
 package hub
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // ringSize is how many recent frames a post keeps for shards that fall behind. A shard that is
@@ -19,28 +17,25 @@ type Post struct {
 	latest   atomic.Pointer[frame]
 	watching atomic.Pointer[watchFrame] // newest watching number (watching.go)
 
+	// known is set once a state read from Redis after the subscription became live (Prime) is
+	// in latest. Frames that arrive before that may be stale: a message still in flight on the
+	// post's previous subscription, or a resync read before it, can land in latest first.
+	known atomic.Bool
+
 	mu   sync.Mutex // guards ring and seq
 	ring [ringSize]*frame
 	seq  uint64 // frames accepted so far; frame n is ring[n%ringSize]
 
-	// Guarded by Hub.mu.
-	refs      int                // viewers holding the post, including viewers in setup
-	ready     chan struct{}      // closed once the subscription is active or failed
-	err       error              // set before ready is closed
-	active    bool               // subscribed (ready closed, err nil)
-	cancel    context.CancelFunc // cancels the subscription in flight; nil once it ended
-	idleSince time.Time          // when refs last dropped to 0
-	queued    bool               // in the unsubscriber's queue
-	left      chan struct{}      // closed once the post's UNSUBSCRIBE returned
+	subscription // the node's Redis subscription for the post; guarded by Hub.mu
 }
 
 // ID returns the post id.
 func (p *Post) ID() string { return p.id }
 
-// Known reports whether the node holds a state of the post (from a snapshot or an update since
-// it subscribed). While subscribed, the node sees every change, so a new viewer of a known post
-// needs no Redis read: its first frame is the node's newest.
-func (p *Post) Known() bool { return p.latest.Load() != nil }
+// Known reports whether the node holds a state of the post that no later change escaped: a
+// snapshot read after the subscription became live, and every update since. A new viewer of a
+// known post needs no Redis read: its first frame is the node's newest.
+func (p *Post) Known() bool { return p.known.Load() }
 
 // offer appends f as the post's newest frame unless a frame of the same or a later version is
 // there (a delayed or duplicated message).

@@ -1,11 +1,103 @@
 package hub
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/likes/likes/pkg/update"
 )
+
+// subState is where a post's Redis subscription is in its life on this node:
+//
+//	subscribing -> active <-> idle -> leaving
+//	     \-> failed
+//
+// Only an active or idle subscription hands frames to the post (receives): anything that arrives
+// while it is subscribing or leaving belongs to another subscription of the same channel.
+type subState uint32
+
+const (
+	subscribing subState = iota // SUBSCRIBE sent; viewers wait on ready
+	active                      // confirmed, with viewers (or viewers in setup)
+	idle                        // confirmed, no viewers; UNSUBSCRIBE once the grace period ends
+	leaving                     // UNSUBSCRIBE in flight; a returning viewer's post waits on left
+	failed                      // refused or timed out; out of the post map
+)
+
+var subStateNames = [...]string{"subscribing", "active", "idle", "leaving", "failed"}
+
+func (s subState) String() string { return subStateNames[s] }
+
+// subscription is a post's Redis subscription and the viewers that hold it. Every field is
+// written under Hub.mu; state is also read without it (Publish), hence atomic. The transitions
+// below are the only writers.
+type subscription struct {
+	state     atomic.Uint32      // subState
+	refs      int                // viewers holding the post, including viewers in setup
+	ready     chan struct{}      // closed when subscribing ends (active, idle or failed)
+	err       error              // why it failed; set before ready is closed
+	cancel    context.CancelFunc // cancels the SUBSCRIBE in flight; nil once it ended
+	idleSince time.Time          // when it last became idle
+	queued    bool               // in the unsubscriber's queue
+	left      chan struct{}      // closed when leaving ends (the UNSUBSCRIBE returned)
+}
+
+func newSubscription() subscription { return subscription{ready: make(chan struct{})} }
+
+func (s *subscription) is() subState { return subState(s.state.Load()) }
+
+func (s *subscription) set(to subState) { s.state.Store(uint32(to)) }
+
+// receives reports whether frames arriving for the post now come from this subscription.
+func (s *subscription) receives() bool {
+	st := s.is()
+	return st == active || st == idle
+}
+
+// confirmed ends subscribing with Redis's answer; it reports whether the post is now idle (its
+// viewers all gave up while it waited), so that its grace period starts.
+func (s *subscription) confirmed(err error, now time.Time) (nowIdle bool) {
+	s.err, s.cancel = err, nil
+	switch {
+	case err != nil:
+		s.set(failed)
+	case s.refs == 0:
+		s.set(idle)
+		s.idleSince = now
+		nowIdle = true
+	default:
+		s.set(active)
+	}
+	close(s.ready)
+	return nowIdle
+}
+
+// hold takes a reference; a viewer returning within the grace period makes the post active again.
+func (s *subscription) hold() {
+	s.refs++
+	if s.is() == idle {
+		s.set(active)
+	}
+}
+
+// drop gives back a reference; it reports whether the post became idle.
+func (s *subscription) drop(now time.Time) (nowIdle bool) {
+	s.refs--
+	if s.refs > 0 || s.is() != active {
+		return false
+	}
+	s.set(idle)
+	s.idleSince = now
+	return true
+}
+
+// leave starts the UNSUBSCRIBE of an idle post.
+func (s *subscription) leave() {
+	s.set(leaving)
+	s.left = make(chan struct{})
+}
 
 // Acquire takes a reference on each post for a viewer that is about to be added, subscribing the
 // node to posts that had no local viewers. It returns once every subscription is active. The
@@ -35,8 +127,9 @@ func (h *Hub) Acquire(ctx context.Context, ids []string) ([]*Post, error) {
 	return posts, nil
 }
 
-// take references each post, creating the posts the node has no subscription for and starting
-// their subscriptions.
+// take references each post, creating the posts the node has no live subscription for and
+// starting their subscriptions. A post whose UNSUBSCRIBE is in flight gets a successor that
+// subscribes once it returned, so that Redis sees them in that order.
 func (h *Hub) take(ids []string) ([]*Post, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -46,19 +139,24 @@ func (h *Hub) take(ids []string) ([]*Post, error) {
 	posts := make([]*Post, len(ids))
 	for i, id := range ids {
 		p := h.posts[id]
-		if p == nil {
-			p = &Post{id: id, ready: make(chan struct{})}
+		if p == nil || p.is() == leaving {
+			var after <-chan struct{}
+			if p != nil {
+				after = p.left
+				h.leavingPosts-- // no longer in the map: its successor is
+			}
+			p = &Post{id: id, subscription: newSubscription()}
 			h.posts[id] = p
-			h.startSubscribe(p, h.leaving[id])
+			h.startSubscribe(p, after)
 		}
-		p.refs++
+		p.hold()
 		posts[i] = p
 	}
 	return posts, nil
 }
 
-// startSubscribe subscribes p on a goroutine of the hub, after the UNSUBSCRIBE of the post's
-// previous subscription (after) returned, so that Redis sees them in that order. h.mu is held.
+// startSubscribe subscribes p on a goroutine of the hub, after after is closed (the UNSUBSCRIBE
+// of the post's previous subscription returned). h.mu is held.
 func (h *Hub) startSubscribe(p *Post, after <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.SubscribeTimeout)
 	p.cancel = cancel
@@ -86,15 +184,11 @@ func (h *Hub) startSubscribe(p *Post, after <-chan struct{}) {
 func (h *Hub) subscribed(p *Post, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p.err, p.cancel, p.active = err, nil, err == nil
-	close(p.ready)
-	switch {
-	case err != nil:
-		if h.posts[p.id] == p {
-			delete(h.posts, p.id)
-		}
-	case p.refs == 0 && !h.closed:
-		h.idleLocked(p)
+	if p.confirmed(err, time.Now()) && !h.closed {
+		h.unsub.queue(p, h.cfg.UnsubscribeGrace)
+	}
+	if err != nil && h.posts[p.id] == p {
+		delete(h.posts, p.id)
 	}
 }
 
@@ -107,111 +201,24 @@ func (h *Hub) Release(posts []*Post) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range posts {
-		p.refs--
-		if p.refs == 0 && p.active && h.posts[p.id] == p && !h.closed {
-			h.idleLocked(p)
-		}
-	}
-}
-
-// idleLocked starts p's grace period; h.mu is held.
-func (h *Hub) idleLocked(p *Post) {
-	p.idleSince = time.Now()
-	if p.queued {
-		return // the queued entry finds the new idleSince and waits longer
-	}
-	p.queued = true
-	heap.Push(&h.idle, idleEntry{p: p, at: p.idleSince.Add(h.cfg.UnsubscribeGrace)})
-	select {
-	case h.idleWake <- struct{}{}:
-	default:
-	}
-}
-
-// unsubscribeLoop is the hub's one unsubscriber: it unsubscribes posts whose grace period ended
-// without a viewer coming back, one at a time and without a lock, until Close.
-func (h *Hub) unsubscribeLoop() {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		p, wait := h.nextIdle()
-		if p != nil {
-			h.sub.Unsubscribe(p.id)
-			h.unsubscribed(p)
-			continue
-		}
-		if wait > 0 {
-			timer.Reset(wait)
-		}
-		select {
-		case <-h.done:
-			return
-		case <-h.idleWake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-}
-
-// nextIdle returns the post to unsubscribe now, already out of the map and marked as leaving so
-// that a viewer arriving for it subscribes only after the UNSUBSCRIBE; or else how long until the
-// next grace period ends (0: none pending).
-func (h *Hub) nextIdle() (*Post, time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	now := time.Now()
-	for len(h.idle) > 0 {
-		e := h.idle[0]
-		if now.Before(e.at) {
-			return nil, e.at.Sub(now)
+	for _, p := range posts {
+		if p.drop(now) && !h.closed {
+			h.unsub.queue(p, h.cfg.UnsubscribeGrace)
 		}
-		heap.Pop(&h.idle)
-		p := e.p
-		p.queued = false
-		if p.refs > 0 || h.posts[p.id] != p || h.closed {
-			continue
-		}
-		if due := p.idleSince.Add(h.cfg.UnsubscribeGrace); now.Before(due) {
-			p.queued = true // released again since it was queued
-			heap.Push(&h.idle, idleEntry{p: p, at: due})
-			continue
-		}
-		delete(h.posts, p.id)
-		p.left = make(chan struct{})
-		h.leaving[p.id] = p.left
-		return p, 0
 	}
-	return nil, 0
 }
 
-// unsubscribed lets a new subscription of p's post go ahead.
-func (h *Hub) unsubscribed(p *Post) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.leaving[p.id] == p.left {
-		delete(h.leaving, p.id)
+// Prime gives the hub a post's state read from Redis after the post's subscription became live
+// (a new viewer's snapshot). From then on the post is Known: the node has seen every change
+// since, and later viewers start from its newest frame without a read of their own.
+func (h *Hub) Prime(u update.Update) {
+	h.mu.RLock()
+	p := h.posts[u.PostID]
+	h.mu.RUnlock()
+	if p == nil || !p.receives() {
+		return
 	}
-	close(p.left)
-}
-
-// idleEntry is a post whose grace period ends at at.
-type idleEntry struct {
-	p  *Post
-	at time.Time
-}
-
-// idleQueue is a min-heap of idle posts by deadline (container/heap).
-type idleQueue []idleEntry
-
-func (q idleQueue) Len() int           { return len(q) }
-func (q idleQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q idleQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *idleQueue) Push(x any)        { *q = append(*q, x.(idleEntry)) }
-func (q *idleQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = idleEntry{}
-	*q = old[:len(old)-1]
-	return e
+	h.Publish(u)
+	p.known.Store(true)
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -14,8 +15,9 @@ import (
 )
 
 // gatedSubscriber is a Subscriber whose calls for chosen posts block, as Redis can: Subscribe
-// until its gate opens (or its ctx ends), Unsubscribe until its gate opens or 3 s pass. It logs
-// every call in order, so tests can check what reached "Redis" when.
+// until its gate opens (or its ctx ends), Unsubscribe until its gate opens or 3 s pass, and every
+// Unsubscribe for at least unsubDelay. It logs every post of every call in order, so tests can
+// check what reached "Redis" when.
 type gatedSubscriber struct {
 	mu          sync.Mutex
 	log         []string
@@ -24,6 +26,12 @@ type gatedSubscriber struct {
 	subGate     map[string]chan struct{}
 	unsubGate   map[string]chan struct{}
 	unsubbing   map[string]bool // an Unsubscribe is blocked right now
+
+	unsubDelay       time.Duration // how long every Unsubscribe takes, as a slow Redis would
+	unsubCalls       int
+	unsubInFlight    int
+	maxUnsubInFlight int
+	unsubDone        int // posts whose Unsubscribe returned
 }
 
 func newGatedSubscriber() *gatedSubscriber {
@@ -67,11 +75,20 @@ func (g *gatedSubscriber) Subscribe(ctx context.Context, post string) error {
 	}
 }
 
-func (g *gatedSubscriber) Unsubscribe(post string) {
+func (g *gatedSubscriber) Unsubscribe(posts []string) {
 	g.mu.Lock()
-	g.log = append(g.log, "unsub "+post)
-	gate := g.unsubGate[post]
-	g.unsubbing[post] = gate != nil
+	var gate chan struct{}
+	for _, post := range posts {
+		g.log = append(g.log, "unsub "+post)
+		if c := g.unsubGate[post]; c != nil {
+			gate = c
+			g.unsubbing[post] = true
+		}
+	}
+	g.unsubCalls++
+	g.unsubInFlight++
+	g.maxUnsubInFlight = max(g.maxUnsubInFlight, g.unsubInFlight)
+	delay := g.unsubDelay
 	g.mu.Unlock()
 	if gate != nil {
 		select {
@@ -79,10 +96,23 @@ func (g *gatedSubscriber) Unsubscribe(post string) {
 		case <-time.After(3 * time.Second):
 		}
 	}
+	time.Sleep(delay) // the time a slow Redis takes to answer; nothing waits on it
 	g.mu.Lock()
-	g.unsubbing[post] = false
-	g.log = append(g.log, "unsub-done "+post)
+	for _, post := range posts {
+		g.unsubbing[post] = false
+		g.log = append(g.log, "unsub-done "+post)
+	}
+	g.unsubInFlight--
+	g.unsubDone += len(posts)
 	g.mu.Unlock()
+}
+
+// unsubscribes returns how many Unsubscribe calls were made, the most in flight at once and how
+// many posts they have unsubscribed.
+func (g *gatedSubscriber) unsubscribes() (calls, peak, done int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unsubCalls, g.maxUnsubInFlight, g.unsubDone
 }
 
 func (g *gatedSubscriber) blocked(post string) bool {
@@ -344,4 +374,104 @@ func TestAdmissionIsNotTheViewersGauge(t *testing.T) {
 		h.Unreserve()
 		return true
 	})
+}
+
+// TestFramesReachAPostOnlyWhileItsSubscriptionIsLive: a message still arriving on a post's old
+// subscription while it leaves, or while its successor subscribes, never lands in the new
+// subscription's state; and a resync read before the new subscription that lands after it does not
+// make the post known, so the next viewer still reads a snapshot and starts from the true count.
+func TestFramesReachAPostOnlyWhileItsSubscriptionIsLive(t *testing.T) {
+	h, sub := newGatedHub(t, Config{})
+	first, err := h.Acquire(context.Background(), []string{"p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Prime(upd("p", 5))
+	if !first[0].Known() {
+		t.Fatal("a primed post is not known")
+	}
+	openUnsub := sub.gateUnsubscribe("p")
+	defer openUnsub()
+	h.Release(first)
+	poll.Until(t, 10*time.Second, "the UNSUBSCRIBE in flight", func() bool { return sub.blocked("p") })
+	h.Publish(upd("p", 7)) // still in flight on the old subscription
+
+	openSub := sub.gateSubscribe("p")
+	defer openSub()
+	got := make(chan []*Post, 1)
+	go func() { // exits when Acquire returns
+		posts, err := h.Acquire(context.Background(), []string{"p"})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- posts
+	}()
+	poll.Until(t, 10*time.Second, "a successor waiting", func() bool { return refs(h, "p") == 1 })
+	h.Publish(upd("p", 8))
+	openUnsub()
+	poll.Until(t, 10*time.Second, "the second SUBSCRIBE", func() bool {
+		n := 0
+		for _, c := range sub.calls() {
+			if c == "sub p" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	h.Publish(upd("p", 9)) // not yet confirmed: not this subscription's
+	openSub()
+	second := <-got
+	p := second[0]
+	if p == first[0] {
+		t.Fatal("the returning viewer got the leaving post back; want a new subscription")
+	}
+	if f := p.latest.Load(); f != nil {
+		t.Errorf("the new subscription's state is count %d from an earlier one; want none", f.u.Count)
+	}
+	h.Publish(upd("p", 9)) // a resync read before the new subscription, landing after it
+	if p.Known() {
+		t.Fatal("the post is known from a frame that may predate its subscription; the next viewer would skip its snapshot")
+	}
+	h.Prime(upd("p", 12)) // the next viewer's snapshot
+	h.Publish(upd("p", 10))
+	r := connect(t, h, second)
+	poll.Until(t, 10*time.Second, "the viewer's first frame", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
+	if u, _ := r.last("p"); u.Count != 12 {
+		t.Errorf("the viewer started from count %d; want the snapshot's 12", u.Count)
+	}
+}
+
+// TestUnsubscribesAreBatchedAndBounded: when the viewers of 10,000 posts leave while every
+// UNSUBSCRIBE takes Redis 300 ms, the node clears them in a few batched calls, a bounded number in
+// flight, within seconds (one post per call, one call at a time, would take 50 minutes).
+func TestUnsubscribesAreBatchedAndBounded(t *testing.T) {
+	h, sub := newGatedHub(t, Config{})
+	sub.unsubDelay = 300 * time.Millisecond
+	const n = 10_000
+	var held [][]*Post
+	for i := 0; i < n; i += MaxPosts {
+		ids := make([]string, 0, MaxPosts)
+		for j := i; j < min(i+MaxPosts, n); j++ {
+			ids = append(ids, fmt.Sprintf("p%d", j))
+		}
+		posts, err := h.Acquire(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, posts)
+	}
+	for _, posts := range held {
+		h.Release(posts)
+	}
+	poll.Until(t, 60*time.Second, "every post unsubscribed", func() bool { _, _, done := sub.unsubscribes(); return done == n })
+	calls, peak, _ := sub.unsubscribes()
+	if want := n/unsubscribeBatch + 2*unsubscribers; calls > want {
+		t.Errorf("%d Unsubscribe calls for %d posts; want at most %d (batches of %d)", calls, n, want, unsubscribeBatch)
+	}
+	if peak > unsubscribers {
+		t.Errorf("%d Unsubscribe calls in flight at once; want at most %d", peak, unsubscribers)
+	}
+	if got := h.Subscriptions(); got != 0 {
+		t.Errorf("%d subscriptions left; want 0", got)
+	}
 }

@@ -103,7 +103,15 @@ func (b *clusterBus) subscribe(ctx context.Context, ch string) error {
 	return nil
 }
 
-func (b *clusterBus) unsubscribe(ctx context.Context, ch string) {
+// unsubscribe drops each channel from its slot's node, one SUNSUBSCRIBE per channel (the posts of
+// one batch live on different slots, and usually on different nodes), all within ctx.
+func (b *clusterBus) unsubscribe(ctx context.Context, chs []string) {
+	for _, ch := range chs {
+		b.unsubscribeOne(ctx, ch)
+	}
+}
+
+func (b *clusterBus) unsubscribeOne(ctx context.Context, ch string) {
 	slot := keySlot(ch)
 	b.mu.Lock()
 	var sh *shard

@@ -109,7 +109,7 @@ func TestClusterRoutesEachPostToItsNode(t *testing.T) {
 	}
 
 	gone := posts[1][0]
-	rel.Unsubscribe(gone)
+	rel.Unsubscribe([]string{gone})
 	poll.Until(t, 5*time.Second, "no subscriber of "+gone, func() bool {
 		return shardSubscribers(t, c.Nodes[1], keys.Channel(gone)) == 0
 	})

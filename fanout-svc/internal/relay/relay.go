@@ -34,8 +34,8 @@ type Stats struct {
 type bus interface {
 	// subscribe sends the subscription for ch; Redis confirms it through Relay.handle.
 	subscribe(ctx context.Context, ch string) error
-	// unsubscribe drops ch.
-	unsubscribe(ctx context.Context, ch string)
+	// unsubscribe drops channels.
+	unsubscribe(ctx context.Context, chs []string)
 	// run receives until ctx is done and closes the bus's connections before it returns.
 	run(ctx context.Context)
 	// healthy reports whether every pub/sub connection answered recently.
@@ -107,20 +107,29 @@ func (r *Relay) Subscribe(ctx context.Context, postID string) error {
 	}
 	r.stats.RedisErrors.Add(1)
 	r.dropWaiter(ch, w)
-	r.unsubscribe(ch) // go-redis remembers the channel even when the subscription failed
+	r.unsubscribe([]string{ch}) // go-redis remembers the channel even when the subscription failed
 	return err
 }
 
-// Unsubscribe drops the post's channel.
-func (r *Relay) Unsubscribe(postID string) { r.unsubscribe(r.keys.Channel(postID)) }
+// Unsubscribe drops the posts' channels, in one command where the bus can (the hub hands over
+// hundreds at once when many posts go idle together), within 2 s however Redis is doing.
+func (r *Relay) Unsubscribe(postIDs []string) {
+	chs := make([]string, len(postIDs))
+	for i, id := range postIDs {
+		chs[i] = r.keys.Channel(id)
+	}
+	r.unsubscribe(chs)
+}
 
-func (r *Relay) unsubscribe(ch string) {
+func (r *Relay) unsubscribe(chs []string) {
 	r.mu.Lock()
-	delete(r.confirmed, ch)
+	for _, ch := range chs {
+		delete(r.confirmed, ch)
+	}
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	r.bus.unsubscribe(ctx, ch)
+	r.bus.unsubscribe(ctx, chs)
 }
 
 func (r *Relay) dropWaiter(ch string, w chan struct{}) {

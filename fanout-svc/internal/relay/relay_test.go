@@ -39,20 +39,25 @@ func TestSingleDeliversAndResyncsAfterRestart(t *testing.T) {
 	poll.Until(t, 10*time.Second, "Healthy", rel.Healthy)
 }
 
-// TestSingleUnsubscribeStopsDelivery checks that after Unsubscribe Redis has no subscriber left
-// for the post's channel.
+// TestSingleUnsubscribeStopsDelivery checks that after one Unsubscribe of several posts Redis has
+// no subscriber left for their channels, and still has one for the post that stays.
 func TestSingleUnsubscribeStopsDelivery(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
 	rel, _ := startRelay(t, client)
-	subscribe(t, rel, "b")
-	ctx := context.Background()
-	numsub := func() int64 {
-		return client.PubSubNumSub(ctx, keys.Channel("b")).Val()[keys.Channel("b")]
+	for _, p := range []string{"b", "c", "d"} {
+		subscribe(t, rel, p)
 	}
-	if got := numsub(); got != 1 {
+	ctx := context.Background()
+	numsub := func(post string) int64 {
+		return client.PubSubNumSub(ctx, keys.Channel(post)).Val()[keys.Channel(post)]
+	}
+	if got := numsub("b"); got != 1 {
 		t.Fatalf("subscribers of b after Subscribe = %d; want 1", got)
 	}
-	rel.Unsubscribe("b")
-	poll.Until(t, 5*time.Second, "no subscriber of b", func() bool { return numsub() == 0 })
+	rel.Unsubscribe([]string{"b", "c"})
+	poll.Until(t, 5*time.Second, "no subscriber of b or c", func() bool { return numsub("b") == 0 && numsub("c") == 0 })
+	if got := numsub("d"); got != 1 {
+		t.Errorf("subscribers of d after unsubscribing b and c = %d; want 1", got)
+	}
 }

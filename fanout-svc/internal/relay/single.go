@@ -22,9 +22,9 @@ func (b *singleBus) subscribe(ctx context.Context, ch string) error {
 	return b.rc.ps.Subscribe(ctx, ch)
 }
 
-func (b *singleBus) unsubscribe(ctx context.Context, ch string) {
-	if err := b.rc.ps.Unsubscribe(ctx, ch); err != nil {
-		b.r.log.Debug("unsubscribe", zap.String("channel", ch), zap.Error(err))
+func (b *singleBus) unsubscribe(ctx context.Context, chs []string) {
+	if err := b.rc.ps.Unsubscribe(ctx, chs...); err != nil {
+		b.r.log.Debug("unsubscribe", zap.Int("channels", len(chs)), zap.Error(err))
 	}
 }
 

@@ -189,7 +189,8 @@ func (h *Handler) refuse(w http.ResponseWriter, no *refusal) {
 // the posts the node does not know yet, in that order, so that no update can fall between the
 // snapshot and the subscription. A post the node is already subscribed to needs no read: the
 // node has its newest state, so a crowd joining a hot post (or a reconnect storm) costs Redis
-// nothing per viewer. The snapshot also goes to the hub, healing any update the node missed.
+// nothing per viewer. The snapshot also goes to the hub (Prime), healing any update the node
+// missed and making the post known.
 func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.SetupTimeout)
 	defer cancel()
@@ -218,7 +219,7 @@ func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error)
 	byPost := make(map[string]update.Update, len(read))
 	for _, u := range read {
 		byPost[u.PostID] = u
-		h.hub.Publish(u)
+		h.hub.Prime(u)
 	}
 	for i := range snap {
 		if u, ok := byPost[snap[i].PostID]; ok {
