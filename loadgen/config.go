@@ -51,6 +51,9 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		"posts each viewer follows on one /sse?posts= stream (a feed): post i mod posts and the next feed-1; 0 = one post per stream")
 	set.String(&cfg.Redis, "redis", "LOADGEN_REDIS", "",
 		"redis-server host:port (of a Cluster: any node) whose CPU per like and subscribers per post each phase reports; empty = not read")
+	set.List(&cfg.RedisSentinels, "redis-sentinels", "LOADGEN_REDIS_SENTINEL_ADDRS", "",
+		"Sentinels (host:port, comma-separated) that name the primary whose CPU per like and subscribers per post each phase reports, followed across a failover; instead of --redis")
+	set.String(&cfg.RedisSentinelMaster, "redis-sentinel-master", "LOADGEN_REDIS_SENTINEL_MASTER", "mymaster", "with --redis-sentinels: the monitored primary's name (REDIS_SENTINEL_MASTER)")
 	set.String(&cfg.RedisPrefix, "redis-prefix", "LOADGEN_REDIS_PREFIX", "likes:", "the deployment's REDIS_PREFIX (names the posts' channels)")
 	set.String(&objective, "slo", "LOADGEN_SLO", slo.Default,
 		"service level objective every phase is judged by: p50/p99/p999 (delivery) and like_p99 <= a duration, delivery and converged >= a percentage, errors (likes failed or skipped, viewers failed, refused or dropped) = a count")

@@ -54,6 +54,8 @@ func TestLoadConfig(t *testing.T) {
 		{"--fanout", "127.0.0.1:8090"},
 		{"--window", "0s"},
 		{"--sources", "nope"},
+		{"--redis", "127.0.0.1:1", "--redis-sentinels", "127.0.0.1:2"},
+		{"--redis-sentinels", "127.0.0.1:2", "--redis-sentinel-master", ""},
 	} {
 		if _, _, err := loadConfig(context.Background(), append([]string{"loadgen", "ramp"}, bad...), getenv, &stderr); err == nil {
 			t.Errorf("flags %v: err = nil; want an error", bad)

@@ -364,7 +364,7 @@ func TestComposeSettingsForSmallHosts(t *testing.T) {
 // TestComposeRedisOnItsOwnNetwork: only the services that use Redis share its network, so a node
 // can be cut off from Redis alone (docker network disconnect), its data nodes and Sentinels
 // alike, while it still serves its viewers. loadgen is among them: it reads Redis's CPU and
-// subscriptions (LOADGEN_REDIS).
+// subscriptions (through the Sentinels).
 func TestComposeRedisOnItsOwnNetwork(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string][]string{

@@ -292,8 +292,15 @@ func TestComposeServicesFindRedisThroughSentinels(t *testing.T) {
 	if got := serviceEnv(p.Services["writer-svc"], "REDIS_ACK_REPLICAS"); got != "1" {
 		t.Errorf("writer-svc REDIS_ACK_REPLICAS = %q; want 1 of the %d replicas, so that one can be lost while likes are acknowledged", got, len(r.nodes)-1)
 	}
-	if got, want := serviceEnv(p.Services["loadgen"], "LOADGEN_REDIS"), r.nodes[0].Name+":6379"; got != want {
-		t.Errorf("loadgen LOADGEN_REDIS = %q; want %q, the initial primary", got, want)
+	lg := p.Services["loadgen"]
+	if got, want := serviceEnv(lg, "LOADGEN_REDIS_SENTINEL_ADDRS"), serviceEnv(p.Services["writer-svc"], "REDIS_SENTINEL_ADDRS"); got != want || got == "" {
+		t.Errorf("loadgen LOADGEN_REDIS_SENTINEL_ADDRS = %q; want the services' Sentinels %q, so that it reads the primary after a failover", got, want)
+	}
+	if got, want := serviceEnv(lg, "LOADGEN_REDIS_SENTINEL_MASTER"), serviceEnv(r.sentinels[0], "REDIS_SENTINEL_MASTER"); got != want {
+		t.Errorf("loadgen LOADGEN_REDIS_SENTINEL_MASTER = %q; want the Sentinels' %q", got, want)
+	}
+	if got := serviceEnv(lg, "LOADGEN_REDIS"); got != "" {
+		t.Errorf("loadgen LOADGEN_REDIS = %q beside its Sentinels; want it unset (loadgen refuses both)", got)
 	}
 }
 
@@ -317,7 +324,7 @@ func loadComposeFiles(t *testing.T, profiles []string, overrides ...string) *typ
 
 // TestComposeOneRedis: compose/one-redis.yml runs redis-0 alone, as the single Redis of earlier
 // versions (same volume, no replica settings: min-replicas-to-write would refuse every write),
-// and points both services at it through REDIS_URL, with no Sentinels and no WAIT.
+// and points both services (and loadgen) at it, with no Sentinels and no WAIT.
 func TestComposeOneRedis(t *testing.T) {
 	full := composeRedisOf(t, loadCompose(t))
 	p := loadComposeFiles(t, nil, "compose/one-redis.yml")
@@ -358,5 +365,9 @@ func TestComposeOneRedis(t *testing.T) {
 	}
 	if got := serviceEnv(p.Services["writer-svc"], "REDIS_ACK_REPLICAS"); got != "0" {
 		t.Errorf("writer-svc REDIS_ACK_REPLICAS = %q; want 0 (with no replica, WAIT 1 would refuse every like)", got)
+	}
+	lg := loadComposeFiles(t, []string{"bench"}, "compose/one-redis.yml").Services["loadgen"]
+	if got, sentinels := serviceEnv(lg, "LOADGEN_REDIS"), serviceEnv(lg, "LOADGEN_REDIS_SENTINEL_ADDRS"); got != "redis-0:6379" || sentinels != "" {
+		t.Errorf("loadgen LOADGEN_REDIS = %q, LOADGEN_REDIS_SENTINEL_ADDRS = %q; want redis-0:6379 and none", got, sentinels)
 	}
 }

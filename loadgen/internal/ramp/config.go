@@ -17,6 +17,10 @@ type Config struct {
 	Posts           int
 	Feed            int     // posts each viewer follows on one stream (0 or 1: single-post streams)
 	Redis           string  // redis host:port (of a Cluster: any node) whose CPU and subscriptions the phases report; "" = not read
+	// RedisSentinels, instead of Redis, name the Sentinels that say which node is the primary
+	// whose CPU and subscriptions the phases report, followed across a failover.
+	RedisSentinels      []string
+	RedisSentinelMaster string
 	PostPrefix      string  // post ids are PostPrefix-0, PostPrefix-1, ...
 	UserPrefix      string  // user ids are UserPrefix<n>
 	Writers         int     // closed-loop writers (when Rate is 0)
@@ -62,6 +66,10 @@ func (c *Config) Validate() error {
 		return errors.New("--feed must be 0-64 and at most --posts")
 	case c.PerWorker < 1:
 		return errors.New("viewers per worker must be at least 1")
+	case c.Redis != "" && len(c.RedisSentinels) > 0:
+		return errors.New("--redis and --redis-sentinels both name the Redis to read: set one")
+	case len(c.RedisSentinels) > 0 && c.RedisSentinelMaster == "":
+		return errors.New("--redis-sentinel-master is required with --redis-sentinels")
 	}
 	if c.Search != nil {
 		return c.Search.validate(c)

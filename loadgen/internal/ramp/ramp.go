@@ -72,8 +72,8 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	defer r.load.Close()
 	r.pool = newPool(&r.cfg, r.posts, stderr)
 	defer func() { r.pool.close() }() // a search may replace the pool
-	if cfg.Redis != "" {
-		r.redis = newRedisView(ctx, cfg.Redis, cfg.RedisPrefix)
+	if cfg.Redis != "" || len(cfg.RedisSentinels) > 0 {
+		r.redis = newRedisView(ctx, cfg)
 		defer r.redis.close()
 	}
 

@@ -17,16 +17,24 @@ import (
 // redisView reads what a ramp reports of the deployment's Redis: its CPU time and how many
 // subscribers each post's channel has. On a Cluster both are summed over every node (primaries
 // and replicas): a node may serve subscriptions of its own, and replicas spend CPU on each write.
+//
+// Behind Sentinels the view reads the primary alone, found through them as the services find it,
+// so a ramp run across a failover reads the new primary: the replicas hold no subscriptions.
 type redisView struct {
-	client  *redis.Client        // the --redis server
+	client  *redis.Client        // the --redis server, or the Sentinels' primary
 	cluster *redis.ClusterClient // nil unless that server is a Cluster node
 	keys    rediskeys.Scheme
 }
 
-func newRedisView(ctx context.Context, addr, prefix string) *redisView {
-	v := &redisView{client: redis.NewClient(&redis.Options{Addr: addr}), keys: rediskeys.New(prefix)}
+func newRedisView(ctx context.Context, cfg Config) *redisView {
+	v := &redisView{keys: rediskeys.New(cfg.RedisPrefix)}
+	if len(cfg.RedisSentinels) > 0 {
+		v.client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.RedisSentinelMaster, SentinelAddrs: cfg.RedisSentinels})
+		return v
+	}
+	v.client = redis.NewClient(&redis.Options{Addr: cfg.Redis})
 	if info, err := v.client.Info(ctx, "cluster").Result(); err == nil && strings.Contains(info, "cluster_enabled:1") {
-		v.cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+		v.cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cfg.Redis}})
 	}
 	return v
 }
