@@ -66,6 +66,11 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	if rate > 0 {
 		ph.UpdatesPerSec = report.Float(rate / float64(len(r.posts)) * float64(max(r.cfg.Feed, 1)))
 	}
+	pre, err := r.pool.status()
+	if err != nil {
+		return ph, err
+	}
+	preNodes := r.scrapeNodes(ctx)
 	start := time.Now()
 	if err := r.pool.connect(wanted, r.cfg.MaxConnectRate); err != nil {
 		return ph, err
@@ -78,6 +83,7 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	ph.Workers = len(r.pool.clients)
 	ph.ConnsFailed, ph.ConnsRefused = st.Failed, st.Refused
 	idle := r.scrapeNodes(ctx)
+	ph.ConnectNodeCPUMicros = report.Float(connectCost(preNodes, idle, st.Open-pre.Open))
 	base, err := r.counts(ctx)
 	if err != nil {
 		return ph, err

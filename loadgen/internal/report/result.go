@@ -67,6 +67,10 @@ type Phase struct {
 	ConnsDropped  int `json:"conns_dropped"` // open at the phase start, closed by the server since
 	Workers       int `json:"workers"`
 	ConnectMillis int `json:"connect_ms"`
+	// ConnectNodeCPUMicros is the CPU all nodes spent while the phase's new viewers connected,
+	// divided by them: what a connect costs a node, with whatever else it does meanwhile
+	// (heartbeats, watching numbers); null when no viewer connected or a node's CPU is unread.
+	ConnectNodeCPUMicros Float `json:"connect_node_cpu_us"`
 
 	// OfferedLikesPerSec is the open loop's rate (0 in a closed loop), and UpdatesPerSec the
 	// updates each viewer should see a second from it (rate / posts, times the posts of a feed).
