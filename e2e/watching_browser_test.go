@@ -17,7 +17,9 @@ func TestBrowserWatching(t *testing.T) {
 	browser := browsertest.Start(t)
 	redis := redistest.Start(t)
 	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=*")
-	env := []string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + browserPosts, "WATCHING_INTERVAL=500ms"}
+	// A changed number reaches a page with its next count or, here where nobody likes, with the
+	// heartbeat: a short one, so that the test does not wait the default 15 s.
+	env := []string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + browserPosts, "WATCHING_INTERVAL=500ms", "HEARTBEAT_INTERVAL=500ms"}
 	first := StartFanout(t, redis.URL, env...)
 	second := StartFanout(t, redis.URL, env...)
 

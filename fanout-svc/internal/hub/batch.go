@@ -100,7 +100,8 @@ func (s *shard) addToBatch(sp *shardPost, f *frame) {
 }
 
 // flushBatches writes each viewer's owed frames: one write per single-post viewer (the post's
-// shared batch bytes), one write per multi-post viewer (its posts' batches concatenated).
+// shared batch bytes), one write per multi-post viewer (its posts' batches concatenated). The
+// watching frames a viewer is owed go in the same write (appendOwed, watching.go).
 func (s *shard) flushBatches() {
 	for _, sp := range s.batch.posts {
 		if sp.gone {
@@ -124,6 +125,10 @@ func (s *shard) flushBatches() {
 				continue
 			}
 			if b, n := batchBytes(v, 0); len(b) > 0 {
+				if v.watching != 0 { // owed watching frames ride along: the shared bytes are copied
+					b = s.appendOwed(v, append(s.scratch[:0], b...), n)
+					s.scratch = b[:0]
+				}
 				s.write(v, b, n)
 			}
 		}
@@ -148,6 +153,7 @@ func (s *shard) flushBatches() {
 			frames += n
 		}
 		v.batchDirty = 0
+		buf = s.appendOwed(v, buf, frames)
 		s.scratch = buf[:0]
 		if len(buf) > 0 {
 			s.write(v, buf, frames)

@@ -31,7 +31,7 @@ type Config struct {
 	FlushWindow      time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
 	MaxBatchFrames   int           // frames of one post per batch before conflating to the newest; 0: 32
 	PostRate         float64       // max updates per second per post to viewers; 0: no cap
-	Heartbeat        time.Duration // idle viewers get ": ping" this often
+	Heartbeat        time.Duration // a viewer that heard nothing for this long gets its owed watching numbers, else ": ping"
 	StallTimeout     time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
 	UnsubscribeGrace time.Duration // delay between the last viewer leaving and UNSUBSCRIBE
 	SubscribeTimeout time.Duration // how long a subscription may wait for Redis to confirm; 0: 10s

@@ -33,8 +33,9 @@ func (s *shard) runTimers() {
 	}
 }
 
-// sweep pings viewers that heard nothing for a heartbeat interval and drops viewers whose socket
-// has been full for longer than the stall timeout. One pass over the shard, no timer per viewer.
+// sweep sends viewers that heard nothing for a heartbeat interval a heartbeat (their owed
+// watching frames, else a ping) and drops viewers whose socket has been full for longer than the
+// stall timeout. One pass over the shard, no timer per viewer.
 func (s *shard) sweep() {
 	hb := int64(s.cfg.Heartbeat)
 	stall := int64(s.cfg.StallTimeout)
@@ -47,8 +48,7 @@ func (s *shard) sweep() {
 				s.doom(v)
 			}
 		case s.now-v.lastWrite >= hb:
-			s.counts.heartbeats++
-			s.write(v, sse.Ping, 0)
+			s.heartbeat(v) // its owed watching frames, or a ping (watching.go)
 		}
 	}
 }

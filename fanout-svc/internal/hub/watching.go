@@ -7,23 +7,38 @@ import (
 	"github.com/likes/likes/pkg/update"
 )
 
-// Watching numbers ("N watching now") reach viewers the way counts do, through shared frames and
-// latest-value slots, but on their own path: a watching frame carries no id (it must never move a
-// stream's Last-Event-ID), is not ordered with the post's counts, and replaces the previous one
-// outright. Per post and interval it is encoded once by PublishWatching; each shard writes it to
-// its viewers of the post, in one write per viewer for all the posts of a multi-post stream; a
-// viewer whose socket is full keeps one bit per post and gets the newest number when it drains.
+// Watching numbers ("N watching now") reach viewers through shared frames and latest-value
+// slots like counts, but they never cost a write of their own: at 100K viewers a number that
+// changes every interval would otherwise be 50K writes per second for a figure nobody reads to the
+// last digit. So:
+//
+//   - PublishWatching rounds the number first (displayWatching: exact below 1,000, three
+//     significant digits above) and drops it when the shown number stays the same. Each shown
+//     number is encoded once, with no id (it must never move a stream's Last-Event-ID), and it is
+//     not ordered with the post's counts.
+//   - A changed number only marks each viewer of the post as owed it (one bit per post; a newer
+//     number replaces an owed one). The owed frames go out appended to the viewer's next write:
+//     the next count frames it is sent (flushBatches, flushViewer), or, if none come, the
+//     heartbeat, which carries them instead of ": ping" (sweep). A viewer whose socket is full
+//     keeps its bits; once it drains, the newest numbers go with its owed counts or heartbeat.
+//
+// What a client sees: the numbers in its first write are the current ones; a later change
+// arrives with the next count frame of the stream, or at the latest with the next heartbeat
+// (HEARTBEAT_INTERVAL, 15 s by default); numbers from 1,000 on are rounded to three significant
+// digits, with some hysteresis (within 0.75% of the cluster-wide total; displayWatching). Since
+// the hysteresis depends on what a node showed before, two nodes may show a large post's number
+// one step apart.
 
-// watchFrame is one watching number of a post, encoded once for every viewer.
+// watchFrame is one watching number of a post as viewers are shown it (rounded), encoded once
+// for every viewer.
 type watchFrame struct {
-	n, ts int64
+	n, ts int64 // the shown number; the start of the interval it was counted in
 	bytes []byte
 }
 
-// watchBatch is the viewers owed watching frames since the shard took its inbox.
+// watchBatch is the posts with a new watching frame since the shard took its inbox.
 type watchBatch struct {
-	posts   []*shardPost
-	viewers []*viewer
+	posts []*shardPost
 }
 
 // LocalViewers calls fn once for each post with local viewers, with their number: a viewer of a
@@ -39,9 +54,10 @@ func (h *Hub) LocalViewers(fn func(post string, viewers int)) {
 	}
 }
 
-// PublishWatching hands the hub a post's watching number. It never blocks: it records the
-// number as the post's newest watching frame and marks the post in every shard. A number equal
-// to the one the hub has, or older, is dropped, so viewers hear of changes only.
+// PublishWatching hands the hub a post's watching number. It never blocks: it records the number
+// viewers are to be shown (displayWatching) as the post's newest watching frame and marks the
+// post in every shard. A number older than the one the hub has, or one that shows the same, is
+// dropped, so viewers hear of visible changes only.
 func (h *Hub) PublishWatching(w update.Watching) {
 	h.mu.RLock()
 	p := h.posts[w.PostID]
@@ -49,16 +65,22 @@ func (h *Hub) PublishWatching(w update.Watching) {
 	if p == nil {
 		return
 	}
-	var nf *watchFrame
 	for {
 		old := p.watching.Load()
-		if old != nil && (old.n == w.Watching || old.ts >= w.TS) {
+		shown := int64(-1)
+		if old != nil {
+			if old.ts >= w.TS {
+				return
+			}
+			shown = old.n
+		}
+		d := displayWatching(shown, w.Watching)
+		if d == shown {
 			return
 		}
-		if nf == nil {
-			nf = newWatchFrame(w)
-		}
-		if p.watching.CompareAndSwap(old, nf) {
+		nw := w
+		nw.Watching = d
+		if p.watching.CompareAndSwap(old, newWatchFrame(nw)) {
 			break
 		}
 	}
@@ -97,8 +119,11 @@ func (s *shard) collectWatching(p *Post) {
 	s.watch.posts = append(s.watch.posts, sp)
 }
 
-// flushWatching writes the collected watching frames: one write per viewer with all its posts'
-// frames. A viewer whose socket is full keeps the posts as owed bits instead (newest wins).
+// flushWatching marks the collected watching frames as owed to every viewer of their posts; it
+// writes nothing. The frames ride along with each viewer's next write (appendOwedWatching): its
+// next count frames or its heartbeat. A newer number replaces an owed one; that counts as a
+// conflation only for a viewer whose socket is full, as for counts, because for the others it is
+// the design, not a slow reader.
 func (s *shard) flushWatching() {
 	for i, sp := range s.watch.posts {
 		s.watch.posts[i] = nil
@@ -107,31 +132,14 @@ func (s *shard) flushWatching() {
 		}
 		for _, m := range sp.members {
 			v := m.v
-			if v.doomed {
-				continue
+			bit := uint64(1) << uint(m.slot)
+			if v.watching&bit != 0 && v.blocked() {
+				s.counts.conflated++
 			}
-			if v.watching&(1<<uint(m.slot)) != 0 {
-				s.counts.conflated++ // owed and not yet written: replaced by the newer number
-			}
-			v.watching |= 1 << uint(m.slot)
-			if !v.inWatchList {
-				v.inWatchList = true
-				s.watch.viewers = append(s.watch.viewers, v)
-			}
+			v.watching |= bit
 		}
 	}
 	s.watch.posts = s.watch.posts[:0]
-	for i, v := range s.watch.viewers {
-		s.watch.viewers[i] = nil
-		v.inWatchList = false
-		if v.doomed || v.blocked() {
-			continue // a blocked viewer keeps its bits until its socket drains (flushViewer)
-		}
-		buf, n := s.appendOwedWatching(v, s.scratch[:0])
-		s.scratch = buf[:0]
-		s.writeWatching(v, buf, n)
-	}
-	s.watch.viewers = s.watch.viewers[:0]
 }
 
 // appendOwedWatching appends the newest watching frame of every post owed to v and clears the
@@ -148,13 +156,32 @@ func (s *shard) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
 	return buf, n
 }
 
-// writeWatching writes n watching frames in b to v; they are counted apart from count events.
-func (s *shard) writeWatching(v *viewer, b []byte, n int64) {
-	if len(b) == 0 {
-		return
+// appendOwed appends to buf, which holds frames count frames for v, the watching frames owed to
+// v, so that they go out in the same write. Without count frames it appends nothing: a watching
+// number alone waits for the heartbeat (sweep).
+func (s *shard) appendOwed(v *viewer, buf []byte, frames int64) []byte {
+	if frames == 0 || v.watching == 0 {
+		return buf
 	}
+	buf, n := s.appendOwedWatching(v, buf)
 	s.counts.watchingSent += n
-	s.write(v, b, 0)
+	return buf
+}
+
+// heartbeat writes to an idle v its owed watching frames, or ": ping" when it is owed none:
+// either keeps the connection's proxies and the client's watchdog from timing out.
+func (s *shard) heartbeat(v *viewer) {
+	if v.watching != 0 {
+		buf, n := s.appendOwedWatching(v, s.scratch[:0])
+		s.scratch = buf[:0]
+		if len(buf) > 0 {
+			s.counts.watchingSent += n
+			s.write(v, buf, 0)
+			return
+		}
+	}
+	s.counts.heartbeats++
+	s.write(v, sse.Ping, 0)
 }
 
 // appendWatchingState appends, for a viewer being registered, the watching number the shard has

@@ -46,7 +46,8 @@ func (s *shard) writeSome(v *viewer, b []byte) (int, bool) {
 }
 
 // flushViewer runs when v's socket may take more: the rest of the last write first, then the
-// newest frame of every post owed to v, in one write.
+// newest frame of every post owed to v, with its owed watching frames, in one write. Watching
+// frames owed without a count frame wait for the heartbeat.
 func (s *shard) flushViewer(v *viewer) {
 	if v.doomed {
 		return
@@ -63,7 +64,7 @@ func (s *shard) flushViewer(v *viewer) {
 		v.pending = nil // an idle viewer keeps no buffer
 		v.blockedSince = 0
 	}
-	if v.dirty == 0 && v.watching == 0 {
+	if v.dirty == 0 {
 		return
 	}
 	buf := s.scratch[:0]
@@ -78,8 +79,7 @@ func (s *shard) flushViewer(v *viewer) {
 		}
 	}
 	v.dirty = 0
-	buf, watching := s.appendOwedWatching(v, buf)
-	s.counts.watchingSent += watching
+	buf = s.appendOwed(v, buf, frames)
 	s.scratch = buf[:0]
 	if len(buf) > 0 {
 		s.write(v, buf, frames)

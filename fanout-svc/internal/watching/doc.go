@@ -11,6 +11,8 @@
 // see within two intervals, and nothing has to clean up after it.
 //
 // Every total goes to a Sink (the hub) once per interval, as an update.Watching that every node
-// labels with the same interval start; the sink passes a number on to viewers only when it
-// changed, so it also decides for a post that came back after its viewers had left.
+// labels with the same interval start; the sink passes a number on to viewers only when what
+// they are shown changed (the hub rounds large numbers), so it also decides for a post that came
+// back after its viewers had left. A changed number reaches viewers with their next write (a
+// count or a heartbeat), not within the interval.
 package watching

@@ -1,0 +1,71 @@
+package hub
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/update"
+)
+
+// BenchmarkWatchingChurn holds N viewers over 10 posts and, per iteration, gives every post a
+// new watching number (below 1,000, so each one changes what viewers are shown), as churn does
+// every WATCHING_INTERVAL. A changed number costs no write of its own (it waits for a count or
+// the heartbeat), so writes/viewer should stay near 0: the figure to quote from a run alone,
+// beside cpu-ns/viewer, the shard's cost per viewer per interval. One more viewer, of a post of
+// its own, gets a count after each round: its frame tells that the shard has taken the numbers.
+func BenchmarkWatchingChurn(b *testing.B) {
+	const posts = 10
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
+			h, _ := newTestHub(b, Config{Shards: 1, UnsubscribeGrace: time.Hour})
+			ids := make([]string, posts)
+			acquired := make([][]*Post, posts)
+			for i := range ids {
+				ids[i] = "watch-" + strconv.Itoa(i)
+				p, err := h.Acquire(b.Context(), []string{ids[i]})
+				if err != nil {
+					b.Fatal(err)
+				}
+				acquired[i] = p
+			}
+			barrier, err := h.Acquire(b.Context(), []string{"barrier"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns := startSink(b, n+1)
+			for i, c := range conns[:n] {
+				h.Reserve(0)
+				_ = h.Add(Viewer{Conn: c, Posts: acquired[i%posts], Snapshot: []update.Update{{PostID: ids[i%posts]}}})
+			}
+			h.Reserve(0)
+			_ = h.Add(Viewer{Conn: conns[n], Posts: barrier, Snapshot: []update.Update{{PostID: "barrier"}}})
+			stats := h.Stats()
+			for stats.FramesSent.Load() < int64(n+1) {
+				time.Sleep(time.Millisecond)
+			}
+			writes0, sent0 := stats.Writes.Load(), stats.WatchingSent.Load()
+			var round int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for b.Loop() {
+				round++
+				for i, id := range ids {
+					h.PublishWatching(update.Watching{PostID: id, Watching: round%900 + int64(i) + 1, TS: round})
+				}
+				want := stats.FramesSent.Load() + 1
+				h.Publish(update.Update{PostID: "barrier", Count: round, TS: round})
+				for stats.FramesSent.Load() < want {
+					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the shard's core
+				}
+			}
+			cpu := processCPU() - cpu0
+			viewerRounds := float64(b.N) * float64(n)
+			b.ReportMetric(float64(stats.Writes.Load()-writes0-int64(b.N))/viewerRounds, "writes/viewer")
+			b.ReportMetric(float64(stats.WatchingSent.Load()-sent0)/viewerRounds, "watching-sent/viewer")
+			b.ReportMetric(float64(cpu.Nanoseconds())/viewerRounds, "cpu-ns/viewer")
+		})
+	}
+}
