@@ -26,6 +26,12 @@ const usage = `usage: loadgen ramp [flags]     ramp viewers and likes against a 
        loadgen churn [flags]      open short-lived streams at a steady rate (soak); --help lists flags
        loadgen compare BEFORE.json AFTER.json [--html FILE]
                                   two ramps (--json) side by side, and one line on what changed
+       loadgen nchan-bridge [flags]
+                                  forward the writer's Redis PUBLISHes to an Nchan publisher (the
+                                  Nchan side-by-side benchmark); --help lists flags
+       loadgen procmetrics [flags]
+                                  serve /metrics (CPU, memory) of a process and its children read
+                                  from /proc, for a node without /metrics (nginx); --help lists flags
        loadgen worker             (internal) hold viewers for a ramp, driven over stdin/stdout
 `
 
@@ -42,6 +48,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runChurn(ctx, args, getenv, stdout, stderr)
 	case "compare":
 		return runCompare(args, stdout, stderr)
+	case "nchan-bridge":
+		return runNchanBridge(ctx, args, getenv, stdout, stderr)
+	case "procmetrics":
+		return runProcMetrics(ctx, args, getenv, stderr)
 	case "worker":
 		return runWorker(ctx, stdin, stdout, getenv("LOADGEN_WORKER_CPUPROFILE"))
 	case "help", "-h", "-help", "--help":

@@ -14,10 +14,16 @@
 # and the watching feature's share of the nodes' CPU (on - off) / on. Holds /tmp/likes-bench.lock
 # throughout (or runs under scripts/alone.sh).
 #
+# TARGETS (issue 21 §3) puts Nchan beside fanout-svc in the same rounds: for each rate, every
+# fanout setting, then Nchan (scripts/ramp.sh RAMP_TARGET=nchan: one nginx with NODES workers on
+# CPU 0, its bridge and exporter on CPU 1 with the generator), with the same flags and churn.
+# Nchan has no watching: its rows run once per rate, with watching "-".
+#
 # Usage: scripts/hundredk.sh                    e.g. RUNS=1 RATES=2 scripts/alone.sh scripts/hundredk.sh
 # Environment (defaults): RUNS (3), RATES (2,5), CONNS (100000), POSTS (10), NODES (6), CHURN (1000),
-# CHURN_HOLD (1s), WINDOW (20s), SETTINGS ("2s 0": the WATCHING_INTERVAL values), HK_DIR
-# (.run/hundredk), and anything scripts/ramp.sh takes.
+# CHURN_HOLD (1s), WINDOW (20s), SETTINGS ("2s 0": the WATCHING_INTERVAL values), TARGETS ("fanout
+# nchan" when nginx and its Nchan module are installed, else "fanout"), HK_DIR (.run/hundredk),
+# and anything scripts/ramp.sh takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
@@ -31,6 +37,11 @@ WINDOW=${WINDOW:-20s}
 SETTINGS=${SETTINGS:-2s 0}
 OUT=${HK_DIR:-.run/hundredk}
 PORT_BASE=${RAMP_PORT_BASE:-27000}
+if command -v nginx >/dev/null && [[ -f ${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so} ]]; then
+  TARGETS=${TARGETS:-fanout nchan}
+else
+  TARGETS=${TARGETS:-fanout}
+fi
 mkdir -p "$OUT"
 for b in writer-svc fanout-svc loadgen; do
   [[ -x bin/$b ]] || { echo "hundredk: bin/$b missing: run make build first" >&2; exit 1; }
@@ -42,37 +53,45 @@ if [[ -z ${LIKES_BENCH_LOCK_HELD:-} ]]; then # scripts/alone.sh holds it already
   export LIKES_BENCH_LOCK_HELD=1
 fi
 
-nodes=()
-for i in $(seq 0 $((NODES - 1))); do nodes+=("http://127.0.0.1:$((PORT_BASE + 90 + i))"); done
-node_list=$(IFS=,; echo "${nodes[*]}")
+# The nodes' URLs per target: NODES fanout-svc processes, or the one nginx (ramp.sh puts it on
+# the first node's port).
+fanout_nodes=()
+for i in $(seq 0 $((NODES - 1))); do fanout_nodes+=("http://127.0.0.1:$((PORT_BASE + 90 + i))"); done
+nchan_nodes=("http://127.0.0.1:$((PORT_BASE + 90))")
 
-# churn PREFIX LOG: loadgen churn on CPU 1 against the ramp's nodes and posts, from once they
-# answer until killed.
+# churn PREFIX LOG URL...: loadgen churn on CPU 1 against the ramp's nodes and posts, from once
+# they answer until killed.
 churn() {
-  for url in "${nodes[@]}"; do
+  local prefix=$1 log=$2 list
+  shift 2
+  for url in "$@"; do
     until curl -fsS -o /dev/null "$url/healthz" 2>/dev/null; do sleep 0.5; done
   done
-  exec taskset -c 1 bin/loadgen churn --fanout "$node_list" --rate "$CHURN" --hold "$CHURN_HOLD" \
-    --duration 1h --posts "$POSTS" --post-prefix "$1" >"$2" 2>&1
+  list=$(IFS=,; echo "$*")
+  exec taskset -c 1 bin/loadgen churn --fanout "$list" --rate "$CHURN" --hold "$CHURN_HOLD" \
+    --duration 1h --posts "$POSTS" --post-prefix "$prefix" >"$log" 2>&1
 }
 
-# ramp SETTING RATE RUN: one ramp; prints its line (see the header below).
+# ramp TARGET SETTING RATE RUN: one ramp; prints its line (see the header below). SETTING is the
+# WATCHING_INTERVAL for fanout, "-" for nchan.
 ramp() {
-  local tag="w$1-r$2-n$3" prefix dir churn_pid=""
+  local target=$1 tag prefix dir churn_pid="" urls
+  shift
+  if [[ $target == nchan ]]; then tag="nchan-r$2-n$3"; urls=("${nchan_nodes[@]}"); else tag="w$1-r$2-n$3"; urls=("${fanout_nodes[@]}"); fi
   dir="$OUT/$tag"
   prefix="hk$(date +%s)$3"
   mkdir -p "$dir"
   if [[ $CHURN != 0 ]]; then
-    churn "$prefix-" "$dir/churn.log" &
+    churn "$prefix-" "$dir/churn.log" "${urls[@]}" &
     churn_pid=$!
   fi
-  WATCHING_INTERVAL=$1 FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="$prefix" \
+  RAMP_TARGET=$target WATCHING_INTERVAL=${1/#-/0} FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="$prefix" \
     LOADGEN_SOURCES=${LOADGEN_SOURCES:-127.0.0.2-127.0.0.250} LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000} \
     scripts/ramp.sh --conns "$CONNS" --posts "$POSTS" --rate "$2" --warmup 3s --window "$WINDOW" \
     >"$dir/ramp.log" 2>&1 || { echo "hundredk: ramp $tag failed, see $dir/ramp.log" >&2; [[ -n $churn_pid ]] && kill "$churn_pid"; exit 1; }
   [[ -n $churn_pid ]] && { kill "$churn_pid" 2>/dev/null || true; wait "$churn_pid" 2>/dev/null || true; }
   # The figures by column name, from the ramp's CSV (loadgen/internal/report/columns.go).
-  awk -F, -v tag="$1 $2 $3" '
+  awk -F, -v tag="$target $1 $2 $3" '
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     { printf "%s %s %s %s %s %s %s %s %s %s\n", tag, $col["conns_open"], $col["connect_ms"],
         $col["connect_node_cpu_us"], $col["mem_per_conn_idle_kib"], $col["events_per_sec"],
@@ -81,14 +100,20 @@ ramp() {
   ' "$dir/ramp.csv"
 }
 
-header="watching rate run open connect-ms connect-node-cpu-us idle-kib/conn events/s deliv% p99-ms nodes-cpu% cpu-us/event"
+header="target watching rate run open connect-ms connect-node-cpu-us idle-kib/conn events/s deliv% p99-ms nodes-cpu% cpu-us/event"
 echo "$header"
 results="$OUT/results.txt"
 : >"$results"
 for run in $(seq "$RUNS"); do
   for rate in ${RATES//,/ }; do
-    for setting in $SETTINGS; do
-      ramp "$setting" "$rate" "$run" | tee -a "$results"
+    for target in $TARGETS; do
+      if [[ $target == nchan ]]; then
+        ramp nchan - "$rate" "$run" | tee -a "$results"
+        continue
+      fi
+      for setting in $SETTINGS; do
+        ramp fanout "$setting" "$rate" "$run" | tee -a "$results"
+      done
     done
   done
 done
@@ -96,19 +121,37 @@ done
 # Medians per setting and rate, then the watching share of the nodes' CPU per rate.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
 echo
-echo "medians: watching rate connect-node-cpu-us idle-kib/conn deliv% p99-ms nodes-cpu% cpu-us/event"
+echo "medians: target watching rate connect-node-cpu-us idle-kib/conn deliv% p99-ms nodes-cpu% cpu-us/event"
+# med TARGET SETTING RATE COLUMN: the median of a column over the runs.
+med() { awk -v t="$1" -v s="$2" -v r="$3" -v c="$4" '$1 == t && $2 == s && $3 == r { print $c }' "$results" | median; }
 for rate in ${RATES//,/ }; do
-  for setting in $SETTINGS; do
-    line="$setting $rate"
-    for c in 6 7 9 10 11 12; do
-      line+=" $(awk -v s="$setting" -v r="$rate" -v c="$c" '$1 == s && $2 == r { print $c }' "$results" | median)"
+  for target in $TARGETS; do
+    settings=$SETTINGS
+    [[ $target == nchan ]] && settings=-
+    for setting in $settings; do
+      line="$target $setting $rate"
+      for c in 7 8 10 11 12 13; do line+=" $(med "$target" "$setting" "$rate" "$c")"; done
+      echo "$line"
     done
-    echo "$line"
   done
 done
+# fanout-svc (watching at its default, the first SETTING) against Nchan: issue 21 asks that
+# fanout-svc's CPU per event, p99 and connect cost be at most Nchan's.
+if [[ " $TARGETS " == *" nchan "* && " $TARGETS " == *" fanout "* ]]; then
+  first=${SETTINGS%% *}
+  for rate in ${RATES//,/ }; do
+    awk -v r="$rate" -v s="$first" -v fc="$(med fanout "$first" "$rate" 13)" -v nc="$(med nchan - "$rate" 13)" \
+      -v fp="$(med fanout "$first" "$rate" 11)" -v np="$(med nchan - "$rate" 11)" \
+      -v fk="$(med fanout "$first" "$rate" 7)" -v nk="$(med nchan - "$rate" 7)" '
+      function cmp(f, n) { return (f == "-" || n == "-") ? "?" : (f + 0 <= n + 0 ? "yes" : "NO") }
+      BEGIN { printf "fanout (watching %s) vs nchan at %s likes/s: cpu-us/event %s vs %s (at most: %s), p99-ms %s vs %s (%s), connect-node-cpu-us %s vs %s (%s)\n",
+        s, r, fc, nc, cmp(fc, nc), fp, np, cmp(fp, np), fk, nk, cmp(fk, nk) }'
+  done
+fi
 for rate in ${RATES//,/ }; do
-  on=$(awk -v r="$rate" '$1 == "2s" && $2 == r { print $11 }' "$results" | median)
-  off=$(awk -v r="$rate" '$1 == "0" && $2 == r { print $11 }' "$results" | median)
+  [[ " $TARGETS " == *" fanout "* ]] || break
+  on=$(med fanout 2s "$rate" 12)
+  off=$(med fanout 0 "$rate" 12)
   awk -v r="$rate" -v on="$on" -v off="$off" \
     'BEGIN { if (on > 0) printf "watching share of the nodes CPU at %s likes/s: %.1f%% (on %s%%, off %s%%)\n", r, (on - off) / on * 100, on, off }'
 done

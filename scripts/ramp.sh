@@ -18,6 +18,11 @@
 # logs and reports), and any
 # LOADGEN_* variable (see `loadgen ramp --help`) or fanout-svc variable (FLUSH_WINDOW,
 # POST_RATE_LIMIT, MAX_CONNS, ...), which are passed through.
+# RAMP_TARGET (fanout): nchan runs Nchan in place of the fanout-svc nodes (docs/BENCHMARKS.md,
+# "Nchan side by side"): one nginx from scripts/nchan/nginx.conf with FANOUT_NODES workers on
+# FANOUT_CPUS (its port is the first node's, +90; the publisher +88, the exporter +87), and on
+# GEN_CPUS `loadgen nchan-bridge` (the writer's Redis PUBLISHes to Nchan's publisher) and
+# `loadgen procmetrics` (nginx's CPU and memory from /proc, proxied as the node's /metrics).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,6 +35,18 @@ RAMP_DIR=${RAMP_DIR:-.run/ramp}
 REDIS_PORT=$((RAMP_PORT_BASE + 379))
 WRITER_PORT=$((RAMP_PORT_BASE + 80))
 FANOUT_PORT=$((RAMP_PORT_BASE + 90))
+RAMP_TARGET=${RAMP_TARGET:-fanout}
+NCHAN_PUB_PORT=$((RAMP_PORT_BASE + 88))
+NCHAN_EXPORTER_PORT=$((RAMP_PORT_BASE + 87))
+NCHAN_MODULE=${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}
+case $RAMP_TARGET in
+  fanout) node_ports=$(seq "$FANOUT_PORT" $((FANOUT_PORT + FANOUT_NODES - 1))) ;;
+  nchan)
+    command -v nginx >/dev/null && [[ -f $NCHAN_MODULE ]] ||
+      { echo "ramp: RAMP_TARGET=nchan needs nginx and $NCHAN_MODULE: apt-get install -y nginx libnginx-mod-nchan" >&2; exit 1; }
+    node_ports="$FANOUT_PORT $NCHAN_PUB_PORT $NCHAN_EXPORTER_PORT" ;;
+  *) echo "ramp: RAMP_TARGET $RAMP_TARGET: want fanout or nchan" >&2; exit 1 ;;
+esac
 
 # The ramp sized for this 2-core machine, as environment defaults so that both LOADGEN_* variables
 # and flags override it: 4 phases up to 64K viewers (16K per node, under the 20K open-file limit of
@@ -68,7 +85,7 @@ fi
 LOG_DIR=$RAMP_DIR
 # shellcheck source=lib/procs.sh
 source scripts/lib/procs.sh
-for p in "$REDIS_PORT" "$WRITER_PORT" $(seq "$FANOUT_PORT" $((FANOUT_PORT + FANOUT_NODES - 1))); do
+for p in "$REDIS_PORT" "$WRITER_PORT" $node_ports; do
   port_free "$p" || { echo "ramp: port $p is in use: set RAMP_PORT_BASE" >&2; exit 1; }
 done
 start_redis "$REDIS_PORT" "${pins_redis[@]}" || exit 1
@@ -81,15 +98,44 @@ LISTEN_ADDR=127.0.0.1:$WRITER_PORT REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-w
   "${pins_writer[@]}" "$BIN/writer-svc" >"$RAMP_DIR/writer-svc.log" 2>&1 &
 pids+=($!)
 fanout_urls=()
-for i in $(seq 0 $((FANOUT_NODES - 1))); do
-  port=$((FANOUT_PORT + i))
-  LISTEN_ADDR=127.0.0.1:$port REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} DRAIN_WINDOW=${DRAIN_WINDOW:-1s} \
-    "${pins_fanout[@]}" "${FANOUT_BIN:-$BIN/fanout-svc}" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
+if [[ $RAMP_TARGET == nchan ]]; then
+  # One nginx, FANOUT_NODES workers; the master is pinned and its workers inherit the CPU set.
+  nchan_dir=$(realpath -m "$RAMP_DIR/nchan")
+  mkdir -p "$nchan_dir"
+  sed -e "s|@WORKERS@|$FANOUT_NODES|g; s|@PORT@|$FANOUT_PORT|g; s|@PUB_PORT@|$NCHAN_PUB_PORT|g" \
+    -e "s|@REDIS_PORT@|$REDIS_PORT|g; s|@EXPORTER_PORT@|$NCHAN_EXPORTER_PORT|g; s|@RUN_DIR@|$nchan_dir|g" \
+    -e "s|@USER@|$(id -un)|g; s|/usr/lib/nginx/modules/ngx_nchan_module.so|$NCHAN_MODULE|g" \
+    scripts/nchan/nginx.conf >"$nchan_dir/nginx.conf"
+  rm -f "$nchan_dir/nginx.pid"
+  "${pins_fanout[@]}" nginx -p "$nchan_dir" -c "$nchan_dir/nginx.conf" -e "$nchan_dir/nginx-error.log" \
+    >"$RAMP_DIR/nginx.log" 2>&1 &
   pids+=($!)
-  fanout_urls+=("http://127.0.0.1:$port")
-done
-wait_http "http://127.0.0.1:$WRITER_PORT/healthz" writer-svc
-for i in $(seq 0 $((FANOUT_NODES - 1))); do wait_http "${fanout_urls[$i]}/healthz" "fanout-$i"; done
+  "${pins_gen[@]}" "$BIN/loadgen" procmetrics --listen "127.0.0.1:$NCHAN_EXPORTER_PORT" \
+    --pidfile "$nchan_dir/nginx.pid" --status "http://127.0.0.1:$NCHAN_PUB_PORT/nchan_status" \
+    >"$RAMP_DIR/procmetrics.log" 2>&1 &
+  pids+=($!)
+  "${pins_gen[@]}" "$BIN/loadgen" nchan-bridge --redis "127.0.0.1:$REDIS_PORT" \
+    --publisher "http://127.0.0.1:$NCHAN_PUB_PORT/pub" --redis-prefix "${REDIS_PREFIX:-likes:}" \
+    >"$RAMP_DIR/nchan-bridge.log" 2>&1 &
+  pids+=($!)
+  fanout_urls+=("http://127.0.0.1:$FANOUT_PORT")
+  wait_http "http://127.0.0.1:$WRITER_PORT/healthz" writer-svc
+  wait_http "${fanout_urls[0]}/healthz" nginx
+  wait_http "${fanout_urls[0]}/metrics" procmetrics
+  for _ in $(seq 50); do grep -q PSUBSCRIBE "$RAMP_DIR/nchan-bridge.log" 2>/dev/null && break; sleep 0.1; done
+  grep -q PSUBSCRIBE "$RAMP_DIR/nchan-bridge.log" || { echo "ramp: nchan-bridge did not subscribe; log: $RAMP_DIR/nchan-bridge.log" >&2; tail -n 20 "$RAMP_DIR/nchan-bridge.log" >&2; exit 1; }
+  echo "ramp: Nchan (nginx $(nginx -v 2>&1 | sed 's|.*/||'), $FANOUT_NODES workers) in place of fanout-svc; bridge and exporter on CPU $GEN_CPUS" >&2
+else
+  for i in $(seq 0 $((FANOUT_NODES - 1))); do
+    port=$((FANOUT_PORT + i))
+    LISTEN_ADDR=127.0.0.1:$port REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} DRAIN_WINDOW=${DRAIN_WINDOW:-1s} \
+      "${pins_fanout[@]}" "${FANOUT_BIN:-$BIN/fanout-svc}" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
+    pids+=($!)
+    fanout_urls+=("http://127.0.0.1:$port")
+  done
+  wait_http "http://127.0.0.1:$WRITER_PORT/healthz" writer-svc
+  for i in $(seq 0 $((FANOUT_NODES - 1))); do wait_http "${fanout_urls[$i]}/healthz" "fanout-$i"; done
+fi
 
 fanout_list=$(IFS=,; echo "${fanout_urls[*]}")
 echo "ramp: $(env | grep '^LOADGEN_' | sort | tr '\n' ' ')" >&2
