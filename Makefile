@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 .PHONY: build test test-short fuzz vet lint rules run ramp soak images-offline clean
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen ./slotmove
 
 vet:
 	$(GO) vet ./...

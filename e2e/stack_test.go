@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 func buildBinaries(dir string) error {
 	var cmds []string
-	for _, name := range []string{"writer-svc", "fanout-svc", "loadgen"} {
+	for _, name := range []string{"writer-svc", "fanout-svc", "loadgen", "slotmove"} {
 		if _, err := os.Stat(filepath.Join("..", name, "main.go")); err == nil {
 			cmds = append(cmds, "./"+name)
 		}

@@ -16,13 +16,15 @@ import (
 	"github.com/likes/likes/pkg/poll"
 )
 
-// Cluster is a real Redis Cluster of masters without replicas, one redis-server process per
-// master on loopback. Each node keeps its nodes.conf in its own directory, so a node restarted
-// with Restart rejoins the cluster owning the same slots.
+// Cluster is a real Redis Cluster, one redis-server process per node on loopback: masters
+// without replicas (StartCluster) or each with replicas (StartClusterWithReplicas). Each node
+// keeps its nodes.conf in its own directory, so a node restarted with Restart rejoins the cluster
+// owning the same slots.
 type Cluster struct {
 	Nodes []*Server
 
-	t testing.TB
+	t        testing.TB
+	masterOf map[*Server]*Server // replica -> its master when the cluster was created
 }
 
 // clusterNodeTimeout is short so that a killed master is noticed quickly, and long enough that a
@@ -35,11 +37,18 @@ const clusterNodeTimeout = "3000"
 // The nodes are killed in t.Cleanup.
 func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 	t.Helper()
+	return startCluster(t, masters, 0, extra...)
+}
+
+// startCluster starts masters*(1+replicas) nodes and creates a cluster of them, with replicas
+// replicas per master (`redis-cli --cluster create --cluster-replicas`).
+func startCluster(t testing.TB, masters, replicas int, extra ...string) *Cluster {
+	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatalf("redis-cli not found on PATH: install it (apt-get install -y redis-tools) and rerun")
 	}
 	c := &Cluster{t: t}
-	for i := 0; i < masters; i++ {
+	for i := 0; i < masters*(1+replicas); i++ {
 		// The cluster bus port is chosen explicitly: the default (port+10000) may be taken or
 		// beyond 65535 for a random free port.
 		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -47,7 +56,7 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 		c.Nodes = append(c.Nodes, Start(t, args...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
@@ -76,8 +85,8 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	return cc
 }
 
-// WaitHealthy waits until every running node reports cluster_state:ok and agrees on which node
-// owns every slot, failing the test after 60 seconds.
+// WaitHealthy waits until every running node (a killed one is left out) reports cluster_state:ok
+// and agrees on which node owns every slot, failing the test after 60 seconds.
 func (c *Cluster) WaitHealthy() {
 	c.t.Helper()
 	if err := poll.For(60*time.Second, c.healthy); err != nil {
@@ -88,6 +97,9 @@ func (c *Cluster) WaitHealthy() {
 func (c *Cluster) healthy() error {
 	var first string
 	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
 		info, err := n.Do("CLUSTER", "INFO")
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Addr, err)

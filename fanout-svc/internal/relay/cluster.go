@@ -182,7 +182,11 @@ func (b *clusterBus) start(sh *shard) {
 	}()
 }
 
-// stop ends the shard's loop (closing the PubSub wakes a pending read); b.mu is held.
+// stop ends the shard's loop (closing the PubSub wakes a pending read). It must be called without
+// b.mu: PubSub.Close takes the PubSub's own lock, which go-redis holds while it redials a broken
+// connection (up to the dial timeout, per attempt), and every subscribe, unsubscribe and
+// `sunsubscribe` push of every shard needs b.mu meanwhile. Callers take the shard out of
+// b.shards under the lock, so no one else reaches it, and stop it after unlocking.
 func (sh *shard) stop() {
 	if sh.cancel != nil {
 		sh.cancel()
@@ -292,10 +296,14 @@ func (b *clusterBus) run(ctx context.Context) {
 	<-done
 	b.mu.Lock()
 	b.stopped, b.running = true, false
+	shards := make([]*shard, 0, len(b.shards))
 	for _, sh := range b.shards {
-		sh.stop()
+		shards = append(shards, sh)
 	}
 	b.mu.Unlock()
+	for _, sh := range shards { // after unlocking: see stop
+		sh.stop()
+	}
 	b.loops.Wait()
 }
 

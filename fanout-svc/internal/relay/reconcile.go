@@ -133,22 +133,27 @@ func has(set map[string]struct{}, k string) bool {
 }
 
 // dropUnusedShards stops the connections to nodes that own no slots and carry no subscription.
+// They are picked under b.mu and stopped after it is released (see shard.stop).
 func (b *clusterBus) dropUnusedShards() {
 	masters := b.topo.masters()
 	if len(masters) == 0 {
 		return
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	inUse := make(map[*shard]bool, len(b.shards))
 	for _, ss := range b.slots {
 		inUse[ss.shard] = true
 	}
+	var unused []*shard
 	for addr, sh := range b.shards {
 		if !inUse[sh] && !slices.Contains(masters, addr) {
 			delete(b.shards, addr)
 			delete(b.dirtyShards, sh)
-			sh.stop()
+			unused = append(unused, sh)
 		}
+	}
+	b.mu.Unlock()
+	for _, sh := range unused {
+		sh.stop()
 	}
 }

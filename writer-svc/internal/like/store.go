@@ -138,13 +138,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 	}
 	cutoff := deadline.Add(-clockSkew)
 	args := []any{post, s.publish, ops, cutoff.UnixMilli()}
-	var reply []any
-	var err error
-	if s.acks > 0 {
-		reply, err = s.runAcked(ctx, keys, args, cutoff)
-	} else {
-		reply, err = changeScript.Run(ctx, s.rdb, keys, args...).Slice()
-	}
+	reply, err := s.run(ctx, keys, args, cutoff) // again while the post's slot moves: moving.go
 	if err != nil {
 		return nil, scriptError(err)
 	}
