@@ -1,69 +1,35 @@
-package main
+package nchan
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/likes/likes/loadgen/internal/nodemetrics"
-	"github.com/likes/likes/pkg/envflag"
 )
 
 // userHZ is the unit of /proc/<pid>/stat's utime and stime: USER_HZ, which Linux fixes at 100
 // for user space whatever the kernel's tick rate.
 const userHZ = 100
 
-// procConfig is what `loadgen procmetrics` serves.
-type procConfig struct {
+// ProcConfig is what `loadgen procmetrics` serves.
+type ProcConfig struct {
 	Listen  string
 	PIDFile string // the master's pid; the master and its children are summed
 	Status  string // Nchan's stub status URL, for the viewers gauge ("" = none)
 }
 
-// runProcMetrics serves, in Prometheus text format, the CPU time and memory of a process and its
-// children (nginx's master and workers) read from /proc, under the names a fanout node exports, so
-// that `loadgen ramp` measures a server without /metrics (Nchan) as it measures fanout-svc.
-func runProcMetrics(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var cfg procConfig
-	s := envflag.New("loadgen procmetrics", getenv, stderr)
-	s.String(&cfg.Listen, "listen", "LOADGEN_PROCMETRICS_LISTEN", "127.0.0.1:9187", "address to serve /metrics on")
-	s.String(&cfg.PIDFile, "pidfile", "LOADGEN_PROCMETRICS_PIDFILE", "", "file holding the pid of the process to measure, with its children (e.g. nginx.pid)")
-	s.String(&cfg.Status, "status", "LOADGEN_PROCMETRICS_STATUS", "",
-		"Nchan stub status URL (nchan_stub_status): its `subscribers:` line becomes the "+nodemetrics.Viewers+" gauge")
-	if err := s.Parse(args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if cfg.PIDFile == "" {
-		return errors.New("procmetrics needs --pidfile")
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "procmetrics: serving %s/metrics for the processes of %s\n", ln.Addr(), cfg.PIDFile)
-	return serveProcMetrics(ctx, ln, cfg)
-}
-
-// serveProcMetrics serves /metrics on ln until ctx ends.
-func serveProcMetrics(ctx context.Context, ln net.Listener, cfg procConfig) error {
+// ServeProcMetrics serves /metrics on ln until ctx ends.
+func ServeProcMetrics(ctx context.Context, ln net.Listener, cfg ProcConfig) error {
 	statusClient := &http.Client{Timeout: 2 * time.Second}
 	defer statusClient.CloseIdleConnections()
 	mux := http.NewServeMux()
@@ -91,7 +57,7 @@ func serveProcMetrics(ctx context.Context, ln net.Listener, cfg procConfig) erro
 }
 
 // procMetrics reads the pid file and /proc once and renders the page.
-func procMetrics(ctx context.Context, cfg procConfig, client *http.Client) ([]byte, error) {
+func procMetrics(ctx context.Context, cfg ProcConfig, client *http.Client) ([]byte, error) {
 	raw, err := os.ReadFile(cfg.PIDFile)
 	if err != nil {
 		return nil, err

@@ -1,78 +1,42 @@
-package main
+package nchan
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/envflag"
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
-// bridgeConfig is what `loadgen nchan-bridge` needs: where the writer publishes and where Nchan's
+// BridgeConfig is what `loadgen nchan-bridge` needs: where the writer publishes and where Nchan's
 // publisher location listens.
-type bridgeConfig struct {
+type BridgeConfig struct {
 	Redis     string // host:port
 	Publisher string // base URL; a post's channel is Publisher+"/"+post
 	Prefix    string // the deployment's REDIS_PREFIX
 }
 
-// bridgeResult is printed as JSON when the bridge stops.
-type bridgeResult struct {
+// BridgeResult is printed as JSON when the bridge stops.
+type BridgeResult struct {
 	Forwarded int64  `json:"forwarded"`
 	Failed    int64  `json:"failed"`
 	LastError string `json:"last_error,omitempty"`
 }
 
-// runNchanBridge forwards every count the writer PUBLISHes on Redis to Nchan's publisher, so that
-// Nchan serves the same events as fanout-svc in the side-by-side benchmark (docs/BENCHMARKS.md).
-func runNchanBridge(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var cfg bridgeConfig
-	s := envflag.New("loadgen nchan-bridge", getenv, stderr)
-	s.String(&cfg.Redis, "redis", "LOADGEN_REDIS", "127.0.0.1:6379", "the writer's Redis, host:port")
-	s.String(&cfg.Publisher, "publisher", "LOADGEN_NCHAN_PUBLISHER", "http://127.0.0.1:8088/pub",
-		"Nchan publisher base URL: each payload is POSTed to <publisher>/<post>")
-	s.String(&cfg.Prefix, "redis-prefix", "LOADGEN_REDIS_PREFIX", rediskeys.DefaultPrefix, "the deployment's REDIS_PREFIX (names the posts' channels)")
-	if err := s.Parse(args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if u, err := url.Parse(cfg.Publisher); err != nil || u.Scheme != "http" || u.Host == "" {
-		return fmt.Errorf("--publisher %q: want http://host:port/path", cfg.Publisher)
-	}
-	res, err := bridge(ctx, cfg, func(pattern string) {
-		fmt.Fprintf(stderr, "nchan-bridge: PSUBSCRIBE %s on %s -> POST %s/<post>\n", pattern, cfg.Redis, cfg.Publisher)
-	}, stderr)
-	if encErr := json.NewEncoder(stdout).Encode(res); encErr != nil {
-		err = errors.Join(err, encErr)
-	}
-	return err
-}
-
-// bridge PSUBSCRIBEs to every post's channel and POSTs each payload, unchanged, to the post's
+// Bridge PSUBSCRIBEs to every post's channel and POSTs each payload, unchanged, to the post's
 // publisher URL, one at a time and in the order Redis delivered them (so a viewer's counts arrive
 // in order), over one keep-alive connection. ready is called once the subscription is confirmed.
 // A failed POST is counted and logged (at most once a second) and the next message goes on: at
 // the benchmark's few likes a second a retry would only reorder counts. It returns when ctx ends.
-func bridge(ctx context.Context, cfg bridgeConfig, ready func(pattern string), logw io.Writer) (bridgeResult, error) {
-	var res bridgeResult
+func Bridge(ctx context.Context, cfg BridgeConfig, ready func(pattern string), logw io.Writer) (BridgeResult, error) {
+	var res BridgeResult
 	keys := rediskeys.New(cfg.Prefix)
 	pattern := keys.Channel("*")
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis})
