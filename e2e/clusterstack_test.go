@@ -115,4 +115,3 @@ func readsLiked(writerURL, post, user string) error {
 	}
 	return nil
 }
-

@@ -66,7 +66,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	rel := relay.New(client, keys, log.Named("relay"))
-	h, err := hub.New(cfg.Hub, rel, log.Named("hub"))
+	hcfg := cfg.Hub
+	hcfg.SendBuffer = 0 // set once on the listener, which every viewer socket inherits (listen)
+	h, err := hub.New(hcfg, rel, log.Named("hub"))
 	if err != nil {
 		return err
 	}
@@ -119,7 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return redisconn.Ping(ctx, client)
 	})
 
-	ln, err := serve.Listen(cfg.Serve)
+	ln, err := listen(cfg.Serve, cfg.Hub.SendBuffer)
 	if err != nil {
 		return err
 	}

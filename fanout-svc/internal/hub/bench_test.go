@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/update"
 
 	"go.uber.org/goleak"
@@ -24,6 +25,7 @@ import (
 const sinkEnv = "LIKES_HUB_BENCH_SINK"
 
 func TestMain(m *testing.M) {
+	connecttest.Main() // returns unless this process holds BenchmarkBareConnect's client ends
 	if addr := os.Getenv(sinkEnv); addr != "" {
 		runSink(addr, os.Getenv(sinkEnv+"_N"))
 		return

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/sse"
@@ -112,14 +115,16 @@ func (f *floorServer) serve(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close()
 		return
 	}
-	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\nretry: 2000\n\n"
-	_, _ = epoll.Write(fd, append([]byte(head), newFrame(u).single...))
+	_, _ = epoll.Write(fd, append([]byte(floorHead), newFrame(u).single...))
 	f.mu.Lock()
 	f.posts[post] = append(f.posts[post], fd)
 	f.mu.Unlock()
 	f.viewers.Add(1)
 	floorConns.Store(fd, conn) // keeps the descriptor open for the life of the process
 }
+
+// floorHead is the floor's response head and retry hint, the same bytes for every viewer.
+const floorHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\nretry: 2000\n\n"
 
 var floorConns sync.Map
 
@@ -144,3 +149,96 @@ func (f *floorServer) receive() {
 		}
 	}
 }
+
+// bareConnect is the floor of a connect, what BenchmarkConnect (fanout-svc) is measured against:
+// accept, read the request until its blank line, one write of a fixed preamble and frame, and the
+// connection kept open. One goroutine per connection while it reads, as net/http has; no parsing,
+// no routing, no admission, no epoll of ours.
+type bareConnect struct {
+	ln    net.Listener
+	reply []byte
+	wg    sync.WaitGroup
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startBareConnect(b *testing.B) *bareConnect {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).single
+	s := &bareConnect{ln: ln, reply: append([]byte(floorHead), frame...)}
+	s.wg.Add(1)
+	go func() { // exits when the cleanup closes the listener
+		defer s.wg.Done()
+		s.accept()
+	}()
+	b.Cleanup(func() {
+		ln.Close()
+		s.wg.Wait()
+		s.release(len(s.conns))
+	})
+	return s
+}
+
+func (s *bareConnect) accept() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() { // exits once the request is read and answered
+			defer s.wg.Done()
+			s.serve(c)
+		}()
+	}
+}
+
+func (s *bareConnect) serve(c net.Conn) {
+	var buf [1024]byte
+	n := 0
+	for !bytes.Contains(buf[:n], []byte("\r\n\r\n")) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if err != nil || n == len(buf) {
+			c.Close()
+			return
+		}
+	}
+	if _, err := c.Write(s.reply); err != nil {
+		c.Close()
+		return
+	}
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+}
+
+// release closes the n connections accepted last.
+func (s *bareConnect) release(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns[len(s.conns)-n:] {
+		c.Close()
+	}
+	s.conns = s.conns[:len(s.conns)-n]
+}
+
+// BenchmarkBareConnect is the floor of a viewer connect, beside which fanout-svc's
+// BenchmarkConnect is read: the CPU this process spends per connection (cpu-µs/connect) while
+// viewers connections are held open. The client ends are in a child process (connecttest).
+func BenchmarkBareConnect(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
+			s := startBareConnect(b)
+			d := connecttest.Start(b, s.ln.Addr().String(), connectRequest, 8)
+			connecttest.Bench(b, d, n, s.release)
+		})
+	}
+}
+
+// connectRequest is what a browser's EventSource sends, less the headers no server reads.
+const connectRequest = "GET /sse/bench HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n"

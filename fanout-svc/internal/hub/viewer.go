@@ -25,7 +25,6 @@ type viewer struct {
 	lastWrite    int64
 	inBatchList  bool
 	doomed       bool
-	inWatchList  bool
 	watching     uint64 // posts (slot bits) whose newest watching frame is owed (watching.go)
 	onClose      func()
 }

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
-	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -44,6 +42,8 @@ type Handler struct {
 	sources  *perSource
 	draining atomic.Bool
 
+	preambles [][]byte // every response head and retry hint a viewer may get (newPreambles)
+
 	Refused atomic.Int64 // viewers turned away because the node or their address was full
 }
 
@@ -55,7 +55,8 @@ func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
 	if cfg.MaxPosts <= 0 || cfg.MaxPosts > hub.MaxPosts {
 		cfg.MaxPosts = hub.MaxPosts
 	}
-	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.TrustedProxies)}
+	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.TrustedProxies),
+		preambles: newPreambles(cfg.Retry)}
 }
 
 // Routes mounts the stream endpoints.
@@ -227,20 +228,4 @@ func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error)
 		}
 	}
 	return hub.Viewer{Posts: acquired, Snapshot: snap}, nil
-}
-
-const responseHead = "HTTP/1.1 200 OK\r\n" +
-	"Content-Type: text/event-stream\r\n" +
-	"Cache-Control: no-cache\r\n" +
-	"X-Accel-Buffering: no\r\n" +
-	"Access-Control-Allow-Origin: *\r\n" +
-	"\r\n"
-
-// preamble is the raw response head (the connection left net/http, so the hub writes it) and a
-// retry hint jittered per viewer, so that viewers dropped together do not return together.
-func (h *Handler) preamble() []byte {
-	b := make([]byte, 0, len(responseHead)+24)
-	b = append(b, responseHead...)
-	base := h.cfg.Retry.Milliseconds()
-	return sse.AppendRetry(b, base+rand.Int64N(base/2+1))
 }

@@ -31,7 +31,7 @@ func parsePosts(list string, max int) ([]string, error) {
 // costs the client a full snapshot, never an error.
 func lastEventID(r *http.Request) (int64, bool) {
 	v := r.Header.Get("Last-Event-ID")
-	if v == "" {
+	if v == "" && r.URL.RawQuery != "" { // most streams have no query: spare parsing an empty one
 		v = r.URL.Query().Get("lastEventId")
 	}
 	return parseEventID(v)

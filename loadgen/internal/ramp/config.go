@@ -10,30 +10,30 @@ import (
 
 // Config is a validated ramp.
 type Config struct {
-	Writer          string   // writer-svc base URL
-	WriterMetrics   []string // each writer replica's base URL, for its /metrics (empty: Writer's)
-	Nodes           []string // fanout-svc base URLs, one per node
-	Conns           []int    // viewers per phase, increasing
-	Posts           int
-	Feed            int     // posts each viewer follows on one stream (0 or 1: single-post streams)
-	Redis           string  // redis host:port (of a Cluster: any node) whose CPU and subscriptions the phases report; "" = not read
+	Writer        string   // writer-svc base URL
+	WriterMetrics []string // each writer replica's base URL, for its /metrics (empty: Writer's)
+	Nodes         []string // fanout-svc base URLs, one per node
+	Conns         []int    // viewers per phase, increasing
+	Posts         int
+	Feed          int    // posts each viewer follows on one stream (0 or 1: single-post streams)
+	Redis         string // redis host:port (of a Cluster: any node) whose CPU and subscriptions the phases report; "" = not read
 	// RedisSentinels, instead of Redis, name the Sentinels that say which node is the primary
 	// whose CPU and subscriptions the phases report, followed across a failover.
 	RedisSentinels      []string
 	RedisSentinelMaster string
-	PostPrefix      string  // post ids are PostPrefix-0, PostPrefix-1, ...
-	UserPrefix      string  // user ids are UserPrefix<n>
-	Writers         int     // closed-loop writers (when Rate is 0)
-	Rate            float64 // open-loop likes per second (0: closed loop)
-	Warmup, Window  time.Duration
-	Sources         []string // local source addresses for viewers
-	MaxConnectRate  float64  // new viewers per second (0: unlimited)
-	PerWorker       int      // viewers per worker process
-	ReadBuffer      int      // bytes per read(2) (one buffer per worker loop)
-	ConnectTimeout  time.Duration
-	LikeTimeout     time.Duration
-	ConvergeTimeout time.Duration
-	MaxInflight     int // open loop: likes in flight at most
+	PostPrefix          string  // post ids are PostPrefix-0, PostPrefix-1, ...
+	UserPrefix          string  // user ids are UserPrefix<n>
+	Writers             int     // closed-loop writers (when Rate is 0)
+	Rate                float64 // open-loop likes per second (0: closed loop)
+	Warmup, Window      time.Duration
+	Sources             []string // local source addresses for viewers
+	MaxConnectRate      float64  // new viewers per second (0: unlimited)
+	PerWorker           int      // viewers per worker process
+	ReadBuffer          int      // bytes per read(2) (one buffer per worker loop)
+	ConnectTimeout      time.Duration
+	LikeTimeout         time.Duration
+	ConvergeTimeout     time.Duration
+	MaxInflight         int // open loop: likes in flight at most
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
 	Search      *Search // --until-break; nil: one phase per Conns

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/redistest"
 )
 
 // TestRedisViewFollowsTheSentinelsPrimary: behind Sentinels, the ramp's Redis readings come from
