@@ -289,7 +289,7 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 }
 
 // stepRedis: with the append-only file on every data node and a like flowing every 20 ms from
-// fresh users (each retried until 200), two Redis faults.
+// fresh users (each retried until 200), three Redis faults.
 //
 // An outage: every data node killed at once (`docker kill`, which the engine does not undo),
 // then `docker compose start`ed, as an operator would. Likes are refused meanwhile, and the
@@ -301,7 +301,10 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 // attempts refused are recorded); the killed node, started again, comes back as a replica of
 // the new primary.
 //
-// After both: no acknowledged like is lost; no fanout node shed its viewers (both faults end
+// A cut: the new primary cut off the Redis network, still running. The same 10 s, and once it is
+// connected again it comes back as a replica of the one promoted in its place.
+//
+// After all three: no acknowledged like is lost; no fanout node shed its viewers (every fault ends
 // within the suite's REDIS_GRACE), none raises LikesViewersShed, and the viewers converge on the
 // stored count without reconnecting.
 func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
@@ -366,6 +369,36 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 		t.Errorf("the Sentinels name %s after %s came back; want %s, the promoted replica", p, primary, promoted)
 	}
 	got.add(t, "the killed %s started again: a replica of %s, in sync, %v after compose start", primary, promoted, time.Since(start).Round(100*time.Millisecond))
+
+	// The cut: the primary off the Redis network (writers, replicas and Sentinels all lose it), still
+	// running. It stops taking writes once its replicas are gone for min-replicas-max-lag, the
+	// Sentinels promote a replica, and once it is connected again (at its pinned address: the
+	// others find it through /etc/hosts) they make it that replica's replica.
+	primary = promoted
+	watch = watchAcks(flow)
+	refused = flow.Failed()
+	victim = s.containers(primary, false)[0]
+	addr := s.ip(victim, "redis")
+	if addr == "" {
+		t.Fatalf("%s has no address on the Redis network", victim)
+	}
+	cut := time.Now()
+	s.mustDocker("network", "disconnect", network("redis"), victim)
+	promoted = s.awaitPromoted(t, primary, 10*time.Second)
+	took = time.Since(cut)
+	flowing("after the cut")
+	gap = watch.Stop()
+	if gap > 10*time.Second {
+		t.Errorf("no like acknowledged for %v around the cut of the primary %s; want likes acknowledged again within 10 s", gap, primary)
+	}
+	got.add(t, "the primary %s cut off the network: the Sentinels agreed on %s %v after the cut; no like acknowledged for %v (limit 10 s), %d attempts refused",
+		primary, promoted, took.Round(100*time.Millisecond), gap.Round(100*time.Millisecond), flow.Failed()-refused)
+	start = time.Now()
+	s.mustDocker("network", "connect", "--ip", addr, network("redis"), victim)
+	if p := s.awaitTopology(t, time.Minute); p != promoted {
+		t.Errorf("the Sentinels name %s after %s came back; want %s, the promoted replica", p, primary, promoted)
+	}
+	got.add(t, "the cut-off %s connected again: a replica of %s, in sync, %v later", primary, promoted, time.Since(start).Round(100*time.Millisecond))
 	flow.Stop()
 
 	stored, sent := s.storedCount(c.post), flow.Sent()
@@ -375,7 +408,7 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 		t.Errorf("stored count %d; want %d (before) + %d (acknowledged) = %d: an acknowledged like was lost or counted twice",
 			stored, base, sent, base+sent)
 	}
-	took = c.awaitCount(t, stored, time.Now(), 10*time.Second, "after both Redis faults")
+	took = c.awaitCount(t, stored, time.Now(), 10*time.Second, "after the Redis faults")
 	for i, n := range c.connects() {
 		if n != connects[i] {
 			t.Errorf("viewer %d reconnected (%d connects, %d before); want it kept through the Redis faults", i, n, connects[i])
@@ -387,7 +420,7 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 		}
 	}
 	s.noAlert(t, "LikesViewersShed")
-	got.add(t, "redis outage + failover: %d likes acknowledged, %d attempts refused, stored %d = %d + %d; viewers on it %v after the flow stopped, none reconnected, no node shed",
+	got.add(t, "redis outage, failover and cut: %d likes acknowledged, %d attempts refused, stored %d = %d + %d; viewers on it %v after the flow stopped, none reconnected, no node shed",
 		sent, flow.Failed(), stored, base, sent, took.Round(10*time.Millisecond))
 }
 
