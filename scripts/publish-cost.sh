@@ -39,6 +39,8 @@ for k in $SUBSCRIBERS; do
   taskset -c 0 redis-benchmark -p "$PORT" -n "$N" -c 8 -P 16 -q publish "$channel" "$payload" >/dev/null
   after=$(cpu)
   awk -v k="$k" -v n="$N" -v a="$before" -v b="$after" 'BEGIN { printf "%d %d %.3f %.3f\n", k, n, b - a, (b - a) / n * 1e6 }'
-  [[ ${#subs[@]} -gt 0 ]] && kill "${subs[@]}" 2>/dev/null
-  wait "${subs[@]}" 2>/dev/null || true
+  if [[ ${#subs[@]} -gt 0 ]]; then # a bare `wait` would wait for redis-server too
+    kill "${subs[@]}" 2>/dev/null || true
+    wait "${subs[@]}" 2>/dev/null || true
+  fi
 done
