@@ -11,11 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
+	"github.com/likes/likes/writer-svc/internal/session"
 )
 
 // metricsNamespace prefixes every writer metric.
@@ -23,10 +25,11 @@ const metricsNamespace = "likes_writer"
 
 // app is writer-svc assembled: the Redis client it owns and the HTTP handler.
 type app struct {
-	rdb     redis.UniversalClient
-	store   *like.Store
-	changes *like.Coalescer // nil until built
-	handler http.Handler
+	rdb      redis.UniversalClient
+	store    *like.Store
+	sessions *session.Issuer // nil when sessions are off
+	changes  *like.Coalescer // nil until built
+	handler  http.Handler
 }
 
 // newApp builds the writer from cfg. Anything started in the background (the JWKS refresh)
@@ -39,7 +42,13 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	a := &app{rdb: rdb}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas})
-	identify, err := newIdentifier(ctx, cfg.Auth, log)
+	if cfg.Session.Enabled {
+		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
+			a.close()
+			return nil, err
+		}
+	}
+	identify, err := newIdentifier(ctx, cfg.Auth, a.sessions, log)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -50,7 +59,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		limiter = ratelimit.New(rdb, keys, cfg.LikeRate)
 		limit = limiter
 	}
-	warmUp(ctx, a.store, limiter, log)
+	warmUp(ctx, a.store, limiter, a.sessions, log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
@@ -68,9 +77,27 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	})
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins,
-		reads: like.NewReader(rdb, keys, cfg.MaxReadPosts),
+		reads:    like.NewReader(rdb, keys, cfg.MaxReadPosts),
+		sessions: newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
 	})
 	return a, nil
+}
+
+// newSessionHandler returns the session API, or nil when sessions are off. Its issue rate is
+// counted in Redis, so a client balanced over every replica gets one allowance, not one each.
+func newSessionHandler(cfg Config, issuer *session.Issuer, rdb redis.UniversalClient, keys rediskeys.Scheme,
+	reg prometheus.Registerer, log *zap.Logger) *session.Handler {
+	if issuer == nil {
+		return nil
+	}
+	o := session.HandlerOptions{
+		Issuer: issuer, Clients: clientip.Resolver{Trusted: cfg.TrustedProxies},
+		Metrics: session.NewMetrics(reg, metricsNamespace), Log: log, Timeout: cfg.RequestTimeout,
+	}
+	if !cfg.Session.Rate.Off() {
+		o.Limit = ratelimit.NewNamed(rdb, keys.SessionRate, cfg.Session.Rate)
+	}
+	return session.NewHandler(o)
 }
 
 // close waits for the batches still in flight (the HTTP server has stopped by then), then closes
@@ -79,13 +106,17 @@ func (a *app) close() error {
 	if a.changes != nil {
 		a.changes.Close()
 	}
+	if a.sessions != nil {
+		a.sessions.Close()
+	}
 	return a.rdb.Close()
 }
 
 // warmUp checks Redis and loads the scripts. Failure is logged, not fatal: the writer starts
 // unready (/readyz says 503) and serves as soon as Redis is back, and the scripts load themselves
 // through go-redis' EVAL fallback. That keeps start order free in Compose and Kubernetes.
-func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, log *zap.Logger) {
+// The first writer to start creates the session signing key here.
+func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, sessions *session.Issuer, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := store.Ping(ctx)
@@ -95,16 +126,27 @@ func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, 
 	if err == nil && limiter != nil {
 		err = limiter.Load(ctx)
 	}
+	if err == nil && sessions != nil {
+		err = sessions.Load(ctx)
+	}
 	if err != nil {
 		log.Warn("redis not ready at start; serving 503 until it is", zap.Error(err))
 	}
 }
 
-// newIdentifier returns the configured way to tell who a request acts for.
-func newIdentifier(ctx context.Context, cfg AuthConfig, log *zap.Logger) (auth.Identifier, error) {
+// newIdentifier returns the configured way to tell who a request acts for: the site's JWTs when
+// configured, else the X-User-ID header, and session tokens besides when sessions is not nil.
+func newIdentifier(ctx context.Context, cfg AuthConfig, sessions *session.Issuer, log *zap.Logger) (auth.Identifier, error) {
+	var chain auth.Chain
+	if sessions != nil {
+		chain.Sessions = sessions
+	}
 	if !cfg.Enabled() {
 		log.Warn("no token auth configured: trusting the X-User-ID header; expose only behind a gateway that sets it")
-		return auth.Header{}, nil
+		if sessions == nil {
+			return auth.Header{}, nil
+		}
+		return chain, nil
 	}
 	o := auth.TokenOptions{Audience: cfg.Audience, Issuer: cfg.Issuer}
 	if cfg.JWTSecret != "" {
@@ -121,5 +163,9 @@ func newIdentifier(ctx context.Context, cfg AuthConfig, log *zap.Logger) (auth.I
 	if err != nil {
 		return nil, fmt.Errorf("token auth: %w", err)
 	}
-	return t, nil
+	if sessions == nil {
+		return t, nil
+	}
+	chain.Site = t
+	return chain, nil
 }

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"time"
 
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/envflag"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
+	"github.com/likes/likes/writer-svc/internal/session"
 )
 
 // Config is writer-svc's whole configuration, read once from flags and environment.
@@ -27,6 +30,18 @@ type Config struct {
 	CORSOrigins    []string
 	LikeRate       ratelimit.Rate
 	Auth           AuthConfig
+	Session        SessionConfig
+	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
+	// limits (the session issue rate).
+	TrustedProxies []netip.Prefix
+}
+
+// SessionConfig configures the writer's anonymous sessions (POST /session). Off for now: the
+// public Ingress does not route /session yet, and X-User-ID stays trusted by default.
+type SessionConfig struct {
+	Enabled bool
+	session.Options
+	Rate ratelimit.Rate // sessions issued per client address
 }
 
 // AuthConfig selects how users are identified; all empty means "trust X-User-ID".
@@ -55,7 +70,8 @@ Every flag can also be set by the environment variable named after it; a flag wi
 
 API: POST and DELETE /like/{postID} (user in X-User-ID, or a bearer JWT when auth is on),
 GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
-GET /counts?posts=a,b,c, /healthz, /readyz, /metrics.
+GET /counts?posts=a,b,c, /healthz, /readyz, /metrics; with --sessions, POST /session (a token
+for a new anonymous user) and POST /session/refresh (a new token for the bearer's user).
 
 Without AUTH_JWT_SECRET or AUTH_JWKS_URL the X-User-ID header is trusted: run the writer only
 behind a gateway that authenticates users and sets that header, never exposed directly.
@@ -67,7 +83,8 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate string
+	var likeRate, sessionRate, sessionSecret string
+	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
 		fmt.Fprint(out, usageHeader)
@@ -90,6 +107,15 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Duration(&c.Auth.JWKSRefresh, "auth-jwks-refresh", "AUTH_JWKS_REFRESH", 15*time.Minute, "how often the JWKS is refetched (an unknown key id also refetches, at most every 10s)")
 	set.String(&c.Auth.Audience, "auth-jwt-audience", "AUTH_JWT_AUDIENCE", "", "required aud claim of tokens (empty: not checked)")
 	set.String(&c.Auth.Issuer, "auth-jwt-issuer", "AUTH_JWT_ISSUER", "", "required iss claim of tokens (empty: not checked)")
+	d := session.DefaultOptions()
+	set.Bool(&c.Session.Enabled, "sessions", "SESSIONS", false, "serve POST /session and /session/refresh and accept their tokens (Authorization: Bearer) for likes, besides X-User-ID or the site's JWTs")
+	set.Duration(&c.Session.TTL, "session-ttl", "SESSION_TTL", d.TTL, "lifetime of a session token")
+	set.Duration(&c.Session.RefreshGrace, "session-refresh-grace", "SESSION_REFRESH_GRACE", d.RefreshGrace, "how long after it expires a session token may still be refreshed")
+	set.Duration(&c.Session.MaxAge, "session-max-age", "SESSION_MAX_AGE", d.MaxAge, "refreshes stop this long after the session began; the client then starts a new one")
+	set.Duration(&c.Session.KeyRotate, "session-key-rotate", "SESSION_KEY_ROTATE", d.KeyRotate, "a new signing key (kept in Redis, shared by all replicas) takes over this often; old ones verify until their tokens can no longer be refreshed")
+	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis")
+	set.String(&sessionRate, "session-rate", "SESSION_RATE", "20/1m", `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration; empty: off`)
+	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-address limits")
 	if len(args) > 0 {
 		args = args[1:]
 	}
@@ -101,6 +127,15 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		return Config{}, fmt.Errorf("like rate: %w", err)
 	}
 	c.LikeRate = rate
+	if c.Session.Rate, err = ratelimit.ParseRate(sessionRate); err != nil {
+		return Config{}, fmt.Errorf("session rate: %w", err)
+	}
+	if sessionSecret != "" {
+		c.Session.Secret = []byte(sessionSecret)
+	}
+	if c.TrustedProxies, err = clientip.ParsePrefixes(trusted); err != nil {
+		return Config{}, fmt.Errorf("trusted proxies: %w", err)
+	}
 	return c, c.validate()
 }
 
@@ -125,6 +160,11 @@ func (c Config) validate() error {
 		return fmt.Errorf("auth jwt secret must be at least %d bytes", minSecretLen)
 	case c.Auth.JWKSURL != "" && c.Auth.JWKSRefresh <= 0:
 		return errors.New("jwks refresh interval must be positive")
+	}
+	if c.Session.Enabled {
+		if err := c.Session.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.Auth.JWKSURL != "" {
 		u, err := url.Parse(c.Auth.JWKSURL)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/like"
+	"github.com/likes/likes/writer-svc/internal/session"
 )
 
 // routerDeps are what the router serves.
@@ -21,6 +22,7 @@ type routerDeps struct {
 	ready       func(context.Context) error
 	likes       *like.Handler
 	reads       *like.Reader
+	sessions    *session.Handler // nil when sessions are off
 	corsOrigins []string
 }
 
@@ -48,5 +50,8 @@ func newRouter(d routerDeps) http.Handler {
 	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))
 	d.likes.Routes(r)
 	d.likes.ReadRoutes(r, d.reads)
+	if d.sessions != nil {
+		d.sessions.Routes(r)
+	}
 	return r
 }

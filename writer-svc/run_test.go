@@ -172,6 +172,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"negative ack replicas", nil, map[string]string{"REDIS_ACK_REPLICAS": "-1"}, "ack replicas"},
 		{"cluster and sentinel", nil, map[string]string{"REDIS_CLUSTER_ADDRS": "a:7000", "REDIS_SENTINEL_ADDRS": "s:26379"}, "both set"},
 		{"sentinel master without sentinels", []string{"--redis-sentinel-master", "likes"}, nil, "REDIS_SENTINEL_ADDRS"},
+		{"zero session ttl", []string{"--sessions", "--session-ttl", "0s"}, nil, "session ttl"},
+		{"session max age below ttl", []string{"--sessions", "--session-max-age", "30m"}, nil, "max age"},
+		{"short session secret", nil, map[string]string{"SESSIONS": "true", "AUTH_SESSION_SECRET": "short"}, "session secret"},
+		{"key rotation too short for the token life", []string{"--sessions", "--session-key-rotate", "1m"}, nil, "too short"},
+		{"key rotation not whole seconds", []string{"--sessions", "--session-key-rotate", "1500ms"}, nil, "whole seconds"},
+		{"bad session rate", nil, map[string]string{"SESSION_RATE": "lots"}, "session rate"},
+		{"bad trusted proxy", nil, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, "trusted proxies"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,6 +58,16 @@ func (s Scheme) Batch(postID, batchID string) string { return s.post(postID, ":b
 // RateLimit is the per-user like-rate counter. It has no post hash tag: it belongs to the user.
 func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + userID }
 
+// SessionKey is one signing key of the writer's session tokens, named by its key id (the unix
+// second its rotation period began). The first writer to need a period's key creates it (SET NX)
+// with an expiry past the last moment a token it signed can be refreshed, so every replica signs
+// with the same key without an operator configuring one, and old keys remove themselves.
+func (s Scheme) SessionKey(kid string) string { return s.Prefix + "session:key:" + kid }
+
+// SessionRate is the counter of sessions issued to one client address (an IPv4 address or an
+// IPv6 /64) in the current window. Like RateLimit it has no hash tag: it belongs to no post.
+func (s Scheme) SessionRate(source string) string { return s.Prefix + "session:rate:" + source }
+
 // Channel is the pub/sub channel that carries the post's updates.
 func (s Scheme) Channel(postID string) string { return s.post(postID, ":ch") }
 

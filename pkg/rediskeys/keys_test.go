@@ -17,6 +17,9 @@ func TestSchemeKeys(t *testing.T) {
 		{"prefix", New("app:").Count("a-b"), "app:{a-b}:count"},
 		{"rate limit", s.RateLimit("alice"), "likes:rate:alice"},
 		{"watching", s.Watching("42", 881250000), "likes:{42}:w:881250000"},
+		{"session key", s.SessionKey("1764633600"), "likes:session:key:1764633600"},
+		{"session rate", s.SessionRate("2001:db8::/64"), "likes:session:rate:2001:db8::/64"},
+		{"session key prefix", New("app:").SessionKey("static"), "app:session:key:static"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

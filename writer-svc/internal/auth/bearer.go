@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 )
 
@@ -23,6 +24,20 @@ func ParseBearer(header string) (string, error) {
 		return "", fmt.Errorf("%w: malformed bearer token", ErrUnauthenticated)
 	}
 	return token, nil
+}
+
+// BearerToken returns the bearer token of r's one Authorization header. Two headers are refused
+// rather than picking one, as for X-User-ID: a proxy that appends would let the client choose.
+func BearerToken(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return ParseBearer("")
+	case 1:
+		return ParseBearer(values[0])
+	default:
+		return "", fmt.Errorf("%w: more than one Authorization header", ErrUnauthenticated)
+	}
 }
 
 // isToken68 reports whether s is made of RFC 9110 token68 characters (a JWT uses a subset).

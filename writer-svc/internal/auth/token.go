@@ -63,15 +63,7 @@ func NewToken(o TokenOptions) (*Token, error) {
 
 // UserID verifies the request's bearer token and returns its subject.
 func (t *Token) UserID(r *http.Request) (string, error) {
-	values := r.Header.Values("Authorization")
-	if len(values) > 1 {
-		return "", fmt.Errorf("%w: more than one Authorization header", ErrUnauthenticated)
-	}
-	var header string
-	if len(values) == 1 {
-		header = values[0]
-	}
-	raw, err := ParseBearer(header)
+	raw, err := BearerToken(r)
 	if err != nil {
 		return "", err
 	}

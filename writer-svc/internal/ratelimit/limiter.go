@@ -54,6 +54,14 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, rate Rate) *Limiter {
 	}
 }
 
+// NewNamed returns a Limiter that counts each id's events under name(id), for a limit on
+// something other than a user (rediskeys.SessionRate limits new sessions per client address).
+func NewNamed(rdb redis.UniversalClient, name func(id string) string, rate Rate) *Limiter {
+	l := New(rdb, rediskeys.Scheme{}, rate)
+	l.key = name
+	return l
+}
+
 // Load puts the script in the Redis script cache, so the first request needs no EVAL fallback.
 func (l *Limiter) Load(ctx context.Context) error {
 	if l.rate.Off() {

@@ -80,3 +80,19 @@ func TestLimiterRedisDownIsAnError(t *testing.T) {
 		t.Error("Allow with Redis down: got nil error; a limiter must not fail open silently")
 	}
 }
+
+// TestNamedLimiter: a named limiter counts under the names it is given, not the user keys.
+func TestNamedLimiter(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	l := NewNamed(srv.Client(t), rlKeys.SessionRate, Rate{N: 1, Window: time.Minute})
+	if wait, err := l.Allow(ctx, "192.0.2.1"); err != nil || wait != 0 {
+		t.Fatalf("first: wait %v, %v; want allowed", wait, err)
+	}
+	if wait, err := l.Allow(ctx, "192.0.2.1"); err != nil || wait <= 0 {
+		t.Errorf("second: wait %v, %v; want limited", wait, err)
+	}
+	if n := srv.Client(t).Exists(ctx, rlKeys.SessionRate("192.0.2.1"), rlKeys.RateLimit("192.0.2.1")).Val(); n != 1 {
+		t.Errorf("%d of the session and user counters exist; want only the session one", n)
+	}
+}

@@ -1,0 +1,99 @@
+package clientip
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Resolver tells a request's client address. The zero Resolver trusts no proxy.
+type Resolver struct {
+	Trusted []netip.Prefix // proxies whose X-Forwarded-For is believed
+}
+
+// Addr returns the client address of r: the peer's, or, when the peer is a trusted proxy, the
+// right-most X-Forwarded-For hop that is not one. A hop that does not parse ends the walk at the
+// last trusted address, since anything left of it may have been written by the client. The zero
+// Addr means RemoteAddr was not an IP address (a Unix socket, a test).
+func (c Resolver) Addr(r *http.Request) netip.Addr {
+	peer := addrOf(r.RemoteAddr)
+	if !c.trusted(peer) {
+		return peer
+	}
+	// Every X-Forwarded-For line counts, as one list (RFC 9110 5.3): haproxy adds its own line
+	// after a client's rather than appending to it, so reading only the first line would believe
+	// whatever the client wrote.
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return peer
+		}
+		a = a.Unmap()
+		if !c.trusted(a) {
+			return a
+		}
+		peer = a
+	}
+	return peer
+}
+
+func (c Resolver) trusted(a netip.Addr) bool {
+	for _, p := range c.Trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func addrOf(hostport string) netip.Addr {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
+
+// Source names the client behind a for a per-client limit: an IPv4 address as itself, an IPv6
+// address by its /64, because one subscriber usually holds a whole /64 and would otherwise get a
+// fresh allowance per address. The zero Addr is "unknown", one shared bucket.
+func Source(a netip.Addr) string {
+	if !a.IsValid() {
+		return "unknown"
+	}
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64) // cannot fail for a valid IPv6 address
+	return p.String()
+}
+
+// ParsePrefixes parses a list of addresses ("10.0.0.1", a one-address prefix) and CIDR prefixes
+// ("10.0.0.0/8"), as TRUSTED_PROXIES lists them.
+func ParsePrefixes(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		if !strings.Contains(s, "/") {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", s)
+			}
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// SessionAudience is the `aud` of the writer's own session tokens (package session). It is how a
+// bearer token is routed to the session verifier or the site's: a site JWT never carries it, so
+// the two kinds can never be taken for one another, and a site that sets AUTH_JWT_AUDIENCE does
+// not accept session tokens as its own.
+const SessionAudience = "likes-session"
+
+// Verifier checks a raw bearer token and returns the user it names; a bad token is
+// ErrUnauthenticated, any other error means the verifier could not decide (a 503).
+type Verifier interface {
+	Verify(ctx context.Context, raw string) (string, error)
+}
+
+// Chain identifies a request by a session token or, failing that, as configured before sessions
+// existed: by the site's JWT when Site is set, else by the trusted X-User-ID header.
+//
+// With Site set, a bearer token is required: one with the session audience goes to Sessions, any
+// other to Site. Without Site (the X-User-ID mode), only a bearer token with the session audience
+// is verified, and a bad one is a 401; any other request is identified by X-User-ID exactly as
+// before, so a gateway that sets X-User-ID and passes its own Authorization header through keeps
+// working. A token can therefore never make a request act for a user X-User-ID could not already
+// name in that mode.
+type Chain struct {
+	Sessions Verifier // the writer's session tokens; nil: not accepted
+	Site     Verifier // the site's own JWTs (Token); nil: trust X-User-ID
+}
+
+var _ Identifier = Chain{}
+
+// UserID returns the user the request acts for.
+func (c Chain) UserID(r *http.Request) (string, error) {
+	if c.Site == nil {
+		if raw, ok := sessionBearer(r); ok && c.Sessions != nil {
+			return c.Sessions.Verify(r.Context(), raw)
+		}
+		return Header{}.UserID(r)
+	}
+	raw, err := BearerToken(r)
+	if err != nil {
+		return "", err
+	}
+	if !IsSessionToken(raw) {
+		return c.Site.Verify(r.Context(), raw)
+	}
+	if c.Sessions == nil {
+		return "", fmt.Errorf("%w: session tokens are not accepted", ErrUnauthenticated)
+	}
+	return c.Sessions.Verify(r.Context(), raw)
+}
+
+// sessionBearer returns the request's bearer token when it claims to be a session token.
+func sessionBearer(r *http.Request) (string, bool) {
+	raw, err := BearerToken(r)
+	if err != nil || !IsSessionToken(raw) {
+		return "", false
+	}
+	return raw, true
+}
+
+// IsSessionToken reports whether raw, unverified, claims the session audience. It only routes
+// the token: the verifier it is routed to checks the signature and every claim.
+func IsSessionToken(raw string) bool {
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(raw, &c); err != nil {
+		return false
+	}
+	return slices.Contains(c.Audience, SessionAudience)
+}

@@ -1,0 +1,153 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/ids"
+	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/writer-svc/internal/auth"
+)
+
+// ErrTooOld is a refresh of a session older than its maximum age: the client starts a new one.
+var ErrTooOld = fmt.Errorf("%w: session is older than its maximum age; start a new one with POST /session", auth.ErrUnauthenticated)
+
+// Session is an issued token and what it says.
+type Session struct {
+	Token     string `json:"token"`
+	UserID    string `json:"user_id"`
+	ExpiresAt int64  `json:"expires_at"` // unix seconds
+}
+
+// claims are a session token's claims: sub is the user, sid_start the unix second the session
+// began, which a refresh carries over so that MaxAge bounds the whole chain of tokens.
+type claims struct {
+	jwt.RegisteredClaims
+	Start int64 `json:"sid_start"`
+}
+
+// Issuer signs and verifies session tokens with the keys of its Keyring.
+type Issuer struct {
+	ring    *Keyring
+	o       Options
+	verify  *jwt.Parser // a like: the token must be current
+	refresh *jwt.Parser // a refresh: up to RefreshGrace past expiry
+}
+
+var _ auth.Verifier = (*Issuer)(nil)
+
+// New returns an Issuer whose keys are in rdb under keys (or o.Secret). Close stops its key
+// reload.
+func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options, log *zap.Logger) (*Issuer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	// No WithIssuedAt: a writer whose clock runs a second ahead would make its tokens "used
+	// before issued" on the others.
+	base := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(),
+		jwt.WithAudience(auth.SessionAudience), jwt.WithTimeFunc(o.Now),
+	}
+	return &Issuer{
+		ring:    NewKeyring(rdb, keys, o, log),
+		o:       o,
+		verify:  jwt.NewParser(base...),
+		refresh: jwt.NewParser(append(base, jwt.WithLeeway(o.RefreshGrace))...),
+	}, nil
+}
+
+// Close stops the key reload.
+func (s *Issuer) Close() { s.ring.Close() }
+
+// Load makes sure the current key exists (the first writer creates it) and is in memory.
+func (s *Issuer) Load(ctx context.Context) error {
+	_, _, err := s.ring.Signing(ctx)
+	return err
+}
+
+// Issue starts a session for a new anonymous user.
+func (s *Issuer) Issue(ctx context.Context) (Session, error) {
+	now := s.o.Now()
+	return s.sign(ctx, newUserID(), now.Unix(), now)
+}
+
+// Refresh returns a new token for the user of raw, a token that is current or expired less than
+// RefreshGrace ago, with the same session start. A session older than MaxAge is ErrTooOld.
+func (s *Issuer) Refresh(ctx context.Context, raw string) (Session, error) {
+	c, err := s.parse(ctx, s.refresh, raw)
+	if err != nil {
+		return Session{}, err
+	}
+	now := s.o.Now()
+	if now.Unix() >= c.Start+int64(s.o.MaxAge/time.Second) {
+		return Session{}, ErrTooOld
+	}
+	return s.sign(ctx, c.Subject, c.Start, now)
+}
+
+// Verify checks a current session token and returns its user.
+func (s *Issuer) Verify(ctx context.Context, raw string) (string, error) {
+	c, err := s.parse(ctx, s.verify, raw)
+	if err != nil {
+		return "", err
+	}
+	return c.Subject, nil
+}
+
+// sign issues a token for user in the session begun at start (unix seconds). It expires after
+// TTL, or when the session reaches MaxAge if that is sooner.
+func (s *Issuer) sign(ctx context.Context, user string, start int64, now time.Time) (Session, error) {
+	kid, secret, err := s.ring.Signing(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	exp := min(now.Add(s.o.TTL).Unix(), start+int64(s.o.MaxAge/time.Second))
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   user,
+			Audience:  jwt.ClaimStrings{auth.SessionAudience},
+			IssuedAt:  jwt.NewNumericDate(time.Unix(now.Unix(), 0)),
+			ExpiresAt: jwt.NewNumericDate(time.Unix(exp, 0)),
+		},
+		Start: start,
+	})
+	tok.Header["kid"] = kid
+	signed, err := tok.SignedString(secret)
+	if err != nil {
+		return Session{}, fmt.Errorf("sign session token: %w", err)
+	}
+	return Session{Token: signed, UserID: user, ExpiresAt: exp}, nil
+}
+
+// parse verifies raw with p. A key that Redis could not give is ErrUnavailable (503); anything
+// else wrong is auth.ErrUnauthenticated (401).
+func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (claims, error) {
+	var c claims
+	_, err := p.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
+		kid, _ := tok.Header["kid"].(string)
+		if kid == "" {
+			return nil, errors.New("session token has no kid")
+		}
+		return s.ring.Verifying(ctx, kid)
+	})
+	if errors.Is(err, ErrUnavailable) {
+		return claims{}, err
+	}
+	if err != nil {
+		return claims{}, fmt.Errorf("%w: %w", auth.ErrUnauthenticated, err)
+	}
+	if err := ids.ValidUserID(c.Subject); err != nil {
+		return claims{}, fmt.Errorf("%w: token subject: %w", auth.ErrUnauthenticated, err)
+	}
+	if c.Start <= 0 || c.IssuedAt == nil || c.Start > c.IssuedAt.Unix() {
+		return claims{}, fmt.Errorf("%w: session token has no valid sid_start", auth.ErrUnauthenticated)
+	}
+	return c, nil
+}
