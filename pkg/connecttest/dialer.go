@@ -74,7 +74,7 @@ func (d *Dialer) do(verb string, n int) error {
 		return fmt.Errorf("connecttest: %s: %w", verb, err)
 	}
 	if !d.out.Scan() {
-		return fmt.Errorf("connecttest: %s: the child exited (%v)", verb, d.out.Err())
+		return fmt.Errorf("connecttest: %s: the child exited (%w)", verb, d.out.Err())
 	}
 	if line := d.out.Text(); line != "ok" {
 		return fmt.Errorf("connecttest: %s %d: %s", verb, n, strings.TrimPrefix(line, "err "))

@@ -170,7 +170,9 @@ func TestProcMetricsSumsProcessTree(t *testing.T) {
 	s, err := nodemetrics.Scrape(context.Background(), client, base)
 	if err != nil {
 		cancel()
-		<-served
+		if serr := <-served; serr != nil {
+			t.Logf("exporter: %v", serr)
+		}
 		t.Fatal(err)
 	}
 	if s.CPUSeconds <= 0 || s.RSSBytes < self.memBytes/2 || s.Viewers != 1234 || x == 0 {
