@@ -28,7 +28,16 @@ const connectRequest = "GET /sse/bench HTTP/1.1\r\nHost: bench\r\nAccept: text/e
 // in a child process. Each connect is a stream of one post that the node is subscribed to and
 // knows, beside viewers streams held open; cpu-µs/connect is this process's CPU per connect
 // (accept, HTTP, admission, hijack, registration, the first frame), to be read beside the hub's
-// BenchmarkBareConnect, the same connects on a bare accept-read-write loop.
+// BenchmarkBareConnect, the same connects on a bare accept-read-write loop. The connects take the
+// node's fast path (fastpath.go), as a browser's EventSource does.
+//
+// Run, each test binary alone, one round of connects per run:
+//
+//	go test -c -o fanout.test ./fanout-svc/ && go test -c -o hub.test ./fanout-svc/internal/hub/
+//	./hub.test -test.run '^$' -test.bench 'BareConnect/viewers=1000$' -test.benchtime 5000x -test.count 3
+//	./fanout.test -test.run '^$' -test.bench 'Connect/viewers=1000$' -test.benchtime 5000x -test.count 3
+//	WATCHING_INTERVAL=0 ./fanout.test -test.run '^$' -test.bench 'Connect/viewers=1000$' -test.benchtime 5000x -test.count 3
+//	LIKES_CONNECTTEST_PROFILE=dir ./fanout.test -test.run '^$' -test.bench 'Connect/viewers=1000$' -test.benchtime 5000x
 func BenchmarkConnect(b *testing.B) {
 	rs := redistest.Start(b)
 	for _, n := range []int{1000, 10000} {
@@ -52,24 +61,32 @@ var benchNodeEnv = []string{"WATCHING_INTERVAL", "SHARDS", "HEARTBEAT_INTERVAL",
 // startBenchNode runs fanout-svc on redisURL until b ends and returns its base URL once ready.
 func startBenchNode(b *testing.B, redisURL string) string {
 	b.Helper()
-	addr := freeport.Addr(b)
-	env := map[string]string{"REDIS_URL": redisURL, "LISTEN_ADDR": addr, "LOG_LEVEL": "error", "DRAIN_WINDOW": "50ms"}
+	env := map[string]string{"REDIS_URL": redisURL}
 	for _, k := range benchNodeEnv { // e.g. WATCHING_INTERVAL=0 to see the connect path without watching
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 		}
 	}
+	return startNodeEnv(b, env)
+}
+
+// startNodeEnv runs fanout-svc with env (plus a free LISTEN_ADDR, quiet logs and a short drain)
+// until tb ends and returns its base URL once ready.
+func startNodeEnv(tb testing.TB, env map[string]string) string {
+	tb.Helper()
+	addr := freeport.Addr(tb)
+	env["LISTEN_ADDR"], env["LOG_LEVEL"], env["DRAIN_WINDOW"] = addr, "error", "50ms"
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"fanout-svc"}, func(k string) string { return env[k] }, io.Discard) }()
-	b.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancel()
 		if err := <-errc; err != nil {
-			b.Errorf("run: %v", err)
+			tb.Errorf("run: %v", err)
 		}
 	})
 	base := "http://" + addr
-	poll.Until(b, 10*time.Second, "fanout-svc to become ready", func() bool {
+	poll.Until(tb, 10*time.Second, "fanout-svc to become ready", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/pkg/routes/routestest"
+	"github.com/likes/likes/pkg/serve"
 )
 
 // TestManifestsRouteFanoutRoutes walks the node's router, built by newRouter as run builds it
@@ -25,7 +26,8 @@ func TestManifestsRouteFanoutRoutes(t *testing.T) {
 	}
 	log := zaptest.NewLogger(t)
 	streams := stream.New(cfg.Stream, nil, nil, log)
-	router := newRouter(cfg, log, prometheus.NewRegistry(), streams, &redisGuard{}, func(context.Context) error { return nil })
+	reg := prometheus.NewRegistry()
+	router := newRouter(cfg, log, reg, serve.NewRequestMetrics(reg, "likes_fanout"), streams, &redisGuard{}, func(context.Context) error { return nil })
 	m := routestest.Load(t, "..")
 	svc := routestest.Service{Name: "fanout-svc", Port: "8090", Routes: routestest.Walk(t, router)}
 	for _, p := range m.Problems(svc) {

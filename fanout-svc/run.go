@@ -33,7 +33,7 @@ import (
 
 // run starts a fanout node and serves until ctx is done or SIGINT/SIGTERM arrives. Shutdown goes
 // in steps: new streams are refused and readiness fails, then the HTTP server stops (the listener
-// closes and streams still in setup finish), then viewers are closed spread over the drain window
+// closes, and streams still in setup, on net/http or the fast accept loop, finish), then viewers are closed spread over the drain window
 // (they reconnect to other nodes), then Redis is let go.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -114,17 +114,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	registerMetrics(reg, h, rel, streams)
 	registerWatchingMetrics(reg, h, counter)
 	guard.register(reg)
-	router := newRouter(cfg, log, reg, streams, guard, func(ctx context.Context) error {
+	metrics := serve.NewRequestMetrics(reg, "likes_fanout")
+	router := newRouter(cfg, log, reg, metrics, streams, guard, func(ctx context.Context) error {
 		if streams.Draining() {
 			return errors.New("draining")
 		}
 		return redisconn.Ping(ctx, client)
 	})
 
-	ln, err := listen(cfg.Serve, cfg.Hub.SendBuffer)
+	inner, err := listen(cfg.Serve, cfg.Hub.SendBuffer)
 	if err != nil {
 		return err
 	}
+	ln := fastListen(inner, cfg.Serve, streams, guard, metrics, log.Named("fast"))
 	srv := serve.NewServer(cfg.Serve, router, log)
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("shards", h.Shards()),
 		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),
@@ -144,6 +146,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}()
 	err = serve.Serve(serveCtx, srv, ln, cfg.Serve.ShutdownTimeout)
+	_ = ln.Close() // closed already by a shutdown; not if the server failed
+	ln.Wait()      // streams the fast path is still setting up reach the hub before the drain
 	dctx, dcancel := context.WithTimeout(context.Background(), cfg.DrainWindow+5*time.Second)
 	h.Drain(dctx, cfg.DrainWindow)
 	dcancel()
@@ -151,11 +155,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return err
 }
 
-func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, streams *stream.Handler, guard *redisGuard, ready func(context.Context) error) http.Handler {
+func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, metrics *serve.RequestMetrics, streams *stream.Handler, guard *redisGuard, ready func(context.Context) error) http.Handler {
 	r := chi.NewRouter()
 	r.NotFound(serve.NotFound)
 	r.MethodNotAllowed(serve.MethodNotAllowed)
-	r.Use(serve.NewRequestMetrics(reg, "likes_fanout").Middleware, serve.Recover(log))
+	r.Use(metrics.Middleware, serve.Recover(log))
 	serve.Health(r, ready)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	r.Group(func(r chi.Router) {

@@ -65,9 +65,16 @@ func (m *RequestMetrics) Middleware(next http.Handler) http.Handler {
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
 		}
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		m.Observe(route, r.Method, sw.status, time.Since(start))
 	})
+}
+
+// Observe records one request served outside the router (fanout-svc's SSE connects, which its
+// accept loop answers without net/http), so that the metrics count it as the middleware would
+// have: route is the router's pattern for it.
+func (m *RequestMetrics) Observe(route, method string, status int, took time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(took.Seconds())
 }
 
 // statusWriter remembers the status code. It passes Hijack and Flush through (via Unwrap and

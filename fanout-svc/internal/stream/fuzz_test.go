@@ -101,7 +101,7 @@ func FuzzSourceAddress(f *testing.F) {
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", xff)
 		p := newPerSource(1, trusted)
-		got := p.source(r)
+		got := p.source(sourceOf(r))
 		peer := addrOf(remote)
 		if !p.isTrusted(peer) {
 			if got != peer {
@@ -110,11 +110,11 @@ func FuzzSourceAddress(f *testing.F) {
 		} else if got != peer && !inHeader(got, xff) {
 			t.Fatalf("peer %q with %q counted as %v: neither the peer nor in the header", remote, xff, got)
 		}
-		release, ok := p.acquire(r)
+		release, ok := p.acquire(sourceOf(r))
 		if !ok {
 			t.Fatal("first stream refused")
 		}
-		if _, ok := p.acquire(r); ok {
+		if _, ok := p.acquire(sourceOf(r)); ok {
 			t.Fatal("second stream from the same address admitted with a limit of one")
 		}
 		release()

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
-	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/pkg/update"
 )
@@ -33,7 +33,9 @@ type Config struct {
 	SetupTimeout   time.Duration // subscribe + snapshot must finish within this
 }
 
-// Handler serves GET /sse/{postID} and GET /sse?posts=a,b,c.
+// Handler serves GET /sse/{postID} and GET /sse?posts=a,b,c, routed by net/http (Routes) or read
+// off the connection by the node's fast accept loop (ServeConn); both share the request rules,
+// admission and hand-over.
 type Handler struct {
 	cfg      Config
 	hub      *hub.Hub
@@ -61,8 +63,8 @@ func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
 
 // Routes mounts the stream endpoints.
 func (h *Handler) Routes(r chi.Router) {
-	r.Get("/sse", h.serveMulti)
-	r.Get("/sse/{postID}", h.serveSingle)
+	r.Get(RouteMulti, h.serveMulti)
+	r.Get(RouteSingle, h.serveSingle)
 }
 
 // SetDraining makes the handler refuse new viewers (the node is shutting down).
@@ -72,39 +74,27 @@ func (h *Handler) SetDraining() { h.draining.Store(true) }
 func (h *Handler) Draining() bool { return h.draining.Load() }
 
 func (h *Handler) serveSingle(w http.ResponseWriter, r *http.Request) {
-	post := chi.URLParam(r, "postID")
-	if err := ids.ValidPostID(post); err != nil {
-		serve.Error(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	last, resuming := lastEventID(r)
-	var resume func(int, update.Update) bool
-	if resuming {
-		resume = func(_ int, u update.Update) bool { return u.Count != last }
-	}
-	h.stream(w, r, []string{post}, false, resume)
-}
-
-func (h *Handler) serveMulti(w http.ResponseWriter, r *http.Request) {
-	if len(r.URL.RawQuery) > MaxQueryBytes {
-		serve.Error(w, http.StatusBadRequest, errQueryLarge.Error())
-		return
-	}
-	posts, err := parsePosts(r.URL.Query().Get("posts"), h.cfg.MaxPosts)
+	req, err := singleRequest(chi.URLParam(r, "postID"), r.URL.RawQuery, r.Header.Get("Last-Event-ID"))
 	if err != nil {
 		serve.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	last, resuming := lastEventID(r)
-	var resume func(int, update.Update) bool
-	if resuming {
-		resume = func(_ int, u update.Update) bool { return u.TS > last }
-	}
-	h.stream(w, r, posts, true, resume)
+	h.stream(w, r, req)
 }
 
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, posts []string, multi bool, resume func(int, update.Update) bool) {
-	v, no := h.admit(r, posts)
+func (h *Handler) serveMulti(w http.ResponseWriter, r *http.Request) {
+	req, err := multiRequest(r.URL.RawQuery, r.Header.Get("Last-Event-ID"), h.cfg.MaxPosts)
+	if err != nil {
+		serve.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	h.stream(w, r, req)
+}
+
+// stream admits a stream that came through net/http, takes its connection and gives it to the
+// hub; ServeConn (fast.go) is the same with a connection the fast accept loop read.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, req streamRequest) {
+	v, no := h.admit(r.Context(), sourceOf(r), req.posts)
 	if no != nil {
 		h.refuse(w, no)
 		return
@@ -115,10 +105,16 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, posts []string,
 		h.refuse(w, &refuseNoHijack)
 		return
 	}
+	h.handOver(conn, v, req)
+}
+
+// handOver gives an admitted stream's connection to the hub, which writes everything from the
+// response head on.
+func (h *Handler) handOver(conn net.Conn, v hub.Viewer, req streamRequest) {
 	_ = conn.SetDeadline(time.Time{}) // the hub never reads or writes through net's deadlines
 	v.Conn = conn
-	v.Multi = multi
-	v.Resume = resume
+	v.Multi = req.multi
+	v.Resume = req.resume
 	v.Preamble = h.preamble()
 	_ = h.hub.Add(v) // the hub owns the viewer now, also if it refuses it
 }
@@ -142,11 +138,11 @@ var (
 // admit takes everything a stream needs before it can be handed to the hub: a slot of its
 // address, an admission of the node, and its posts' subscriptions and state. On refusal it holds
 // nothing.
-func (h *Handler) admit(r *http.Request, posts []string) (hub.Viewer, *refusal) {
+func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Viewer, *refusal) {
 	if h.draining.Load() {
 		return hub.Viewer{}, &refuseDraining
 	}
-	release, ok := h.sources.acquire(r)
+	release, ok := h.sources.acquire(src)
 	if !ok {
 		return hub.Viewer{}, &refuseSource
 	}
@@ -156,7 +152,7 @@ func (h *Handler) admit(r *http.Request, posts []string) (hub.Viewer, *refusal) 
 		}
 		return hub.Viewer{}, &refuseFull
 	}
-	v, err := h.setup(r.Context(), posts)
+	v, err := h.setup(ctx, posts)
 	v.OnClose = release
 	if err != nil {
 		h.log.Debug("stream setup", zap.Error(err))
@@ -177,14 +173,22 @@ func (h *Handler) giveBack(v hub.Viewer) {
 
 // refuse answers a stream that was turned away, in JSON, with Retry-After when it may retry.
 func (h *Handler) refuse(w http.ResponseWriter, no *refusal) {
-	if no.counted {
-		h.Refused.Add(1)
-	}
+	h.count(no)
 	if no.retry > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(max(int(no.retry/time.Second), 1)))
+		w.Header().Set("Retry-After", no.retryAfter())
 	}
 	serve.Error(w, no.status, no.msg)
 }
+
+// count counts a refusal in Refused if it is one the node's or the address's fullness caused.
+func (h *Handler) count(no *refusal) {
+	if no.counted {
+		h.Refused.Add(1)
+	}
+}
+
+// retryAfter is the Retry-After value of a refusal that has one, in whole seconds.
+func (no *refusal) retryAfter() string { return strconv.Itoa(max(int(no.retry/time.Second), 1)) }
 
 // setup subscribes to every post (returning once Redis confirmed) and then reads the state of
 // the posts the node does not know yet, in that order, so that no update can fall between the

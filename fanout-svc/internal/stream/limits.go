@@ -23,13 +23,29 @@ func newPerSource(max int, trusted []netip.Prefix) *perSource {
 	return &perSource{max: max, trusted: trusted, counts: make(map[netip.Addr]int)}
 }
 
-// acquire counts one viewer for the request's source. It returns a release func, or false when the
-// source is at its limit.
-func (p *perSource) acquire(r *http.Request) (func(), bool) {
+// source is where a stream comes from as its request says, whichever entry point read it: the
+// peer's address (RemoteAddr form) and the request's X-Forwarded-For lines.
+type source struct {
+	remote    string
+	forwarded []string
+}
+
+// sourceOf is a net/http request's source.
+func sourceOf(r *http.Request) source {
+	return source{remote: r.RemoteAddr, forwarded: r.Header.Values("X-Forwarded-For")}
+}
+
+// limited reports whether acquire reads the source at all: without a limit an entry point need
+// not gather one.
+func (p *perSource) limited() bool { return p.max > 0 }
+
+// acquire counts one viewer for src. It returns a release func, or false when the source is at
+// its limit.
+func (p *perSource) acquire(src source) (func(), bool) {
 	if p.max <= 0 {
 		return nil, true
 	}
-	addr := p.source(r)
+	addr := p.source(src)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.counts[addr] >= p.max {
@@ -48,15 +64,15 @@ func (p *perSource) acquire(r *http.Request) (func(), bool) {
 	}, true
 }
 
-func (p *perSource) source(r *http.Request) netip.Addr {
-	peer := addrOf(r.RemoteAddr)
+func (p *perSource) source(src source) netip.Addr {
+	peer := addrOf(src.remote)
 	if !p.isTrusted(peer) {
 		return peer
 	}
 	// Every X-Forwarded-For line counts, as one list (RFC 9110 5.3): haproxy adds its own line
 	// after a client's rather than appending to it, so reading only the first line would believe
 	// whatever the client wrote.
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	hops := strings.Split(strings.Join(src.forwarded, ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {

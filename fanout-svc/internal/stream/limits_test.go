@@ -17,7 +17,7 @@ func TestPerSourceLimit(t *testing.T) {
 		if xff != "" {
 			r.Header.Set("X-Forwarded-For", xff)
 		}
-		return p.acquire(r)
+		return p.acquire(sourceOf(r))
 	}
 	rel1, ok1 := mk("1.2.3.4:1000", "")
 	_, ok2 := mk("1.2.3.4:1001", "9.9.9.9") // untrusted peer: its X-Forwarded-For is ignored
@@ -50,7 +50,7 @@ func TestPerSourceLimit(t *testing.T) {
 	r.RemoteAddr = "10.1.1.1:80"
 	r.Header.Add("X-Forwarded-For", "7.7.7.7")
 	r.Header.Add("X-Forwarded-For", "5.5.5.5")
-	if got := p.source(r).String(); got != "5.5.5.5" {
+	if got := p.source(sourceOf(r)).String(); got != "5.5.5.5" {
 		t.Errorf("two header lines: source %s; want 5.5.5.5 (the proxy's line)", got)
 	}
 }

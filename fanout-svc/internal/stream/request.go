@@ -2,10 +2,11 @@ package stream
 
 import (
 	"errors"
-	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/likes/likes/pkg/ids"
+	"github.com/likes/likes/pkg/update"
 )
 
 // MaxQueryBytes bounds the query string of a stream request.
@@ -25,14 +26,57 @@ func parsePosts(list string, max int) ([]string, error) {
 	return ids.ParsePostList(list, max)
 }
 
+// streamRequest is what a stream request asks for, read by the same rules whichever entry point
+// (net/http's router or the fast accept loop, fast.go) took its head.
+type streamRequest struct {
+	posts  []string
+	multi  bool
+	resume func(int, update.Update) bool // nil: not resuming
+}
+
+// singleRequest reads GET /sse/{post}: the post from the path, the resume id from the
+// Last-Event-ID header (lastID) or the query.
+func singleRequest(post, rawQuery, lastID string) (streamRequest, error) {
+	if err := ids.ValidPostID(post); err != nil {
+		return streamRequest{}, err
+	}
+	req := streamRequest{posts: []string{post}}
+	if last, ok := lastEventID(lastID, rawQuery); ok {
+		req.resume = func(_ int, u update.Update) bool { return u.Count != last }
+	}
+	return req, nil
+}
+
+// multiRequest reads GET /sse?posts=a,b,c: the posts and resume id from the query, as
+// URL.Query() parses it (malformed pairs are skipped), the header's id first.
+func multiRequest(rawQuery, lastID string, maxPosts int) (streamRequest, error) {
+	if len(rawQuery) > MaxQueryBytes {
+		return streamRequest{}, errQueryLarge
+	}
+	q, _ := url.ParseQuery(rawQuery)
+	posts, err := parsePosts(q.Get("posts"), maxPosts)
+	if err != nil {
+		return streamRequest{}, err
+	}
+	req := streamRequest{posts: posts, multi: true}
+	if lastID == "" {
+		lastID = q.Get("lastEventId")
+	}
+	if last, ok := parseEventID(lastID); ok {
+		req.resume = func(_ int, u update.Update) bool { return u.TS > last }
+	}
+	return req, nil
+}
+
 // lastEventID reads the id a reconnecting client resumes from: the Last-Event-ID header that
 // EventSource sends, or a lastEventId query parameter (for clients that cannot set headers).
 // Ids here are non-negative integers; anything else is treated as no id, so a garbled header
 // costs the client a full snapshot, never an error.
-func lastEventID(r *http.Request) (int64, bool) {
-	v := r.Header.Get("Last-Event-ID")
-	if v == "" && r.URL.RawQuery != "" { // most streams have no query: spare parsing an empty one
-		v = r.URL.Query().Get("lastEventId")
+func lastEventID(header, rawQuery string) (int64, bool) {
+	v := header
+	if v == "" && rawQuery != "" { // most streams have no query: spare parsing an empty one
+		q, _ := url.ParseQuery(rawQuery)
+		v = q.Get("lastEventId")
 	}
 	return parseEventID(v)
 }

@@ -49,7 +49,7 @@ func TestLastEventID(t *testing.T) {
 		if tt.header != "" {
 			r.Header.Set("Last-Event-ID", tt.header)
 		}
-		got, ok := lastEventID(r)
+		got, ok := lastEventID(r.Header.Get("Last-Event-ID"), r.URL.RawQuery)
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("lastEventID(header %q, query %q) = %d, %v; want %d, %v", tt.header, tt.query, got, ok, tt.want, tt.wantOK)
 		}
