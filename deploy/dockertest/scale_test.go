@@ -1,6 +1,7 @@
 package dockertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -33,8 +34,16 @@ func stepScale(t *testing.T, s *stack, c *crowd, got *figures) {
 	case one.Capacity.Broke == nil:
 		t.Errorf("the search at 1 replica stopped (%s) before any step broke: no capacity to scale from", one.Capacity.Stopped)
 	case four.Capacity.Conns < one.Capacity.Broke.Conns:
-		t.Errorf("4 replicas hold %d viewers clean, fewer than the %d that broke 1 replica (%s): the replicas added no capacity",
-			four.Capacity.Conns, one.Capacity.Broke.Conns, strings.Join(one.Capacity.Broke.Reasons, ", "))
+		// The search's path is noisy (one step it grows through can hit a stall of the shared
+		// host core: a CI run broke at 125 viewers on 4 nodes after 1 node had held 250), so the
+		// fact itself is asked once more directly: one phase at the load that broke 1 replica.
+		if broke := s.holds(t, one.Capacity.Broke.Conns); len(broke) > 0 {
+			t.Errorf("4 replicas hold %d viewers clean in the search and break at the %d that broke 1 replica (%s), again in a phase of that load alone (%s): the replicas added no capacity",
+				four.Capacity.Conns, one.Capacity.Broke.Conns, strings.Join(one.Capacity.Broke.Reasons, ", "), strings.Join(broke, ", "))
+		} else {
+			got.add(t, "4 replicas held the %d viewers that broke 1 replica clean in a phase of that load alone (the search had stopped at %d)",
+				one.Capacity.Broke.Conns, four.Capacity.Conns)
+		}
 	}
 	got.add(t, "loadgen compare, 1 replica vs 4: %s", s.compare(t, one, four))
 
@@ -73,4 +82,21 @@ func (s *stack) checkNodeRuntime(t *testing.T) {
 				n.name, procs, memlimit, fanoutMemLimitBytes/10*9, fanoutMemLimit, fanoutCPULimit)
 		}
 	}
+}
+
+// holds runs one phase of the README's ramp at conns viewers (no search) and returns what of the
+// objective it broke, none when it met it.
+func (s *stack) holds(t *testing.T, conns int) []string {
+	t.Helper()
+	cmd := strings.Replace(rerunCommand, "--until-break --conns 250", fmt.Sprintf("--conns %d", conns), 1)
+	if cmd == rerunCommand {
+		t.Fatalf("rerunCommand %q no longer names the search's first step", rerunCommand)
+	}
+	out := s.mustCompose(15*time.Minute, strings.Fields(cmd+" "+rampShort)...)
+	var res rampResult
+	i := strings.Index(out, "{")
+	if i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil || len(res.Phases) != 1 {
+		t.Fatalf("loadgen printed no one-phase JSON result:\n%s", tailString(out, 4000))
+	}
+	return res.Phases[0].Broke
 }
