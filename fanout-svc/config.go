@@ -13,6 +13,7 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/fanout-svc/internal/watching"
 	"github.com/likes/likes/fanout-svc/internal/web"
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/envflag"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
@@ -73,7 +74,7 @@ func (c *config) validate() error {
 		return err
 	}
 	var err error
-	if c.Stream.TrustedProxies, err = stream.ParsePrefixes(c.trusted); err != nil {
+	if c.Stream.TrustedProxies, err = clientip.ParsePrefixes(c.trusted); err != nil {
 		return fmt.Errorf("trusted proxies: %w", err)
 	}
 	if c.Stream.MaxPosts < 1 || c.Stream.MaxPosts > hub.MaxPosts {

@@ -18,21 +18,27 @@ type Resolver struct {
 // last trusted address, since anything left of it may have been written by the client. The zero
 // Addr means RemoteAddr was not an IP address (a Unix socket, a test).
 func (c Resolver) Addr(r *http.Request) netip.Addr {
-	peer := addrOf(r.RemoteAddr)
-	if !c.trusted(peer) {
+	return c.From(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+}
+
+// From is Addr for a request read without net/http (fanout-svc's SSE fast path): remote in
+// RemoteAddr form and the request's X-Forwarded-For lines.
+func (c Resolver) From(remote string, forwarded []string) netip.Addr {
+	peer := Peer(remote)
+	if !c.Trusts(peer) {
 		return peer
 	}
 	// Every X-Forwarded-For line counts, as one list (RFC 9110 5.3): haproxy adds its own line
 	// after a client's rather than appending to it, so reading only the first line would believe
 	// whatever the client wrote.
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	hops := strings.Split(strings.Join(forwarded, ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {
 			return peer
 		}
 		a = a.Unmap()
-		if !c.trusted(a) {
+		if !c.Trusts(a) {
 			return a
 		}
 		peer = a
@@ -40,7 +46,8 @@ func (c Resolver) Addr(r *http.Request) netip.Addr {
 	return peer
 }
 
-func (c Resolver) trusted(a netip.Addr) bool {
+// Trusts reports whether a is one of the trusted proxies.
+func (c Resolver) Trusts(a netip.Addr) bool {
 	for _, p := range c.Trusted {
 		if p.Contains(a) {
 			return true
@@ -49,7 +56,9 @@ func (c Resolver) trusted(a netip.Addr) bool {
 	return false
 }
 
-func addrOf(hostport string) netip.Addr {
+// Peer is the address of a RemoteAddr ("host:port", or a bare host), unmapped; the zero Addr when
+// it is not an IP address.
+func Peer(hostport string) netip.Addr {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = hostport

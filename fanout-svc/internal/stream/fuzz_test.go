@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/ids"
 )
 
@@ -89,7 +90,7 @@ func FuzzSourceAddress(f *testing.F) {
 	} {
 		f.Add(s[0], s[1])
 	}
-	trusted, err := ParsePrefixes([]string{"10.0.0.0/8", "::1"})
+	trusted, err := clientip.ParsePrefixes([]string{"10.0.0.0/8", "::1"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -102,8 +103,8 @@ func FuzzSourceAddress(f *testing.F) {
 		r.Header.Set("X-Forwarded-For", xff)
 		p := newPerSource(1, trusted)
 		got := p.source(sourceOf(r))
-		peer := addrOf(remote)
-		if !p.isTrusted(peer) {
+		peer := clientip.Peer(remote)
+		if !(clientip.Resolver{Trusted: trusted}).Trusts(peer) {
 			if got != peer {
 				t.Fatalf("untrusted peer %q with %q counted as %v; want the peer %v", remote, xff, got, peer)
 			}

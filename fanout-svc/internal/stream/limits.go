@@ -1,11 +1,11 @@
 package stream
 
 import (
-	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
+
+	"github.com/likes/likes/pkg/clientip"
 )
 
 // perSource counts viewers per client address so that one address cannot take a node's every
@@ -64,66 +64,7 @@ func (p *perSource) acquire(src source) (func(), bool) {
 	}, true
 }
 
+// source is the client address a stream is counted under (pkg/clientip).
 func (p *perSource) source(src source) netip.Addr {
-	peer := addrOf(src.remote)
-	if !p.isTrusted(peer) {
-		return peer
-	}
-	// Every X-Forwarded-For line counts, as one list (RFC 9110 5.3): haproxy adds its own line
-	// after a client's rather than appending to it, so reading only the first line would believe
-	// whatever the client wrote.
-	hops := strings.Split(strings.Join(src.forwarded, ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return peer
-		}
-		if !p.isTrusted(a.Unmap()) {
-			return a.Unmap()
-		}
-		peer = a.Unmap()
-	}
-	return peer
-}
-
-func (p *perSource) isTrusted(a netip.Addr) bool {
-	for _, pr := range p.trusted {
-		if pr.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func addrOf(hostport string) netip.Addr {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return a.Unmap()
-}
-
-// ParsePrefixes parses trusted proxy addresses or CIDR prefixes.
-func ParsePrefixes(list []string) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, 0, len(list))
-	for _, s := range list {
-		if !strings.Contains(s, "/") {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-			continue
-		}
-		pr, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pr.Masked())
-	}
-	return out, nil
+	return clientip.Resolver{Trusted: p.trusted}.From(src.remote, src.forwarded)
 }

@@ -3,10 +3,12 @@ package stream
 import (
 	"net/http/httptest"
 	"testing"
+
+	"github.com/likes/likes/pkg/clientip"
 )
 
 func TestPerSourceLimit(t *testing.T) {
-	trusted, err := ParsePrefixes([]string{"10.0.0.0/8", "192.168.1.1"})
+	trusted, err := clientip.ParsePrefixes([]string{"10.0.0.0/8", "192.168.1.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +54,5 @@ func TestPerSourceLimit(t *testing.T) {
 	r.Header.Add("X-Forwarded-For", "5.5.5.5")
 	if got := p.source(sourceOf(r)).String(); got != "5.5.5.5" {
 		t.Errorf("two header lines: source %s; want 5.5.5.5 (the proxy's line)", got)
-	}
-}
-
-func TestParsePrefixesRejectsGarbage(t *testing.T) {
-	if _, err := ParsePrefixes([]string{"10.0.0.0/33"}); err == nil {
-		t.Error("accepted /33")
-	}
-	if _, err := ParsePrefixes([]string{"proxy.local"}); err == nil {
-		t.Error("accepted a host name")
 	}
 }
