@@ -20,7 +20,7 @@
 #   REDIS_SENTINEL_MASTER      the name the Sentinels monitor the primary under (mymaster)
 #   SENTINEL_QUORUM            Sentinels that must agree the primary is down (2 of 3)
 #   SENTINEL_DOWN_AFTER_MS     no valid reply for this long: a Sentinel calls a node down (1000)
-#   SENTINEL_FAILOVER_TIMEOUT_MS  how long a failover may take before another is tried (3000)
+#   SENTINEL_FAILOVER_TIMEOUT_MS  how long a failover may take; a failed one is retried after twice this (2000)
 #   SENTINEL_CONF              sentinel: its configuration file (/data/sentinel.conf)
 #   REDIS_PRIMARY_WAIT         node: seconds a replica waits for its primary to answer (10)
 set -eu
@@ -107,7 +107,7 @@ sentinel announce-ip $SENTINEL_NAME
 sentinel myid $(printf %s "$SENTINEL_NAME" | sha1sum | cut -c1-40)
 sentinel monitor $master $primary ${SENTINEL_QUORUM:-2}
 sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1000}
-sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-3000}
+sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-2000}
 sentinel parallel-syncs $master 1
 EOF
 		mv "$conf.new" "$conf"

@@ -35,6 +35,7 @@ type Server struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
+	log logTail // the process's last log lines, across restarts
 }
 
 // Start runs redis-server on a free loopback port with persistence off (extra arguments, such as
@@ -153,8 +154,12 @@ func (s *Server) launch() error {
 	}
 	ready := make(chan error, 1)
 	go func() { // exits when redis-server closes its output (it exits)
-		ready <- waitReady(out, s.ready)
-		_, _ = io.Copy(io.Discard, out)
+		sc := bufio.NewScanner(out)
+		ready <- waitReady(sc, s.ready, &s.log)
+		for sc.Scan() {
+			s.log.add(sc.Text())
+		}
+		_, _ = io.Copy(io.Discard, out) // a line too long for the scanner stops it
 	}()
 	select {
 	case err = <-ready:
@@ -172,13 +177,13 @@ func (s *Server) launch() error {
 	return nil
 }
 
-// waitReady reads the process's log until a line contains ready, and fails with the last lines
-// if the process exits first.
-func waitReady(r io.Reader, ready string) error {
-	sc := bufio.NewScanner(r)
+// waitReady reads the process's log into tail until a line contains ready, and fails with the
+// last lines if the process exits first.
+func waitReady(sc *bufio.Scanner, ready string, tail *logTail) error {
 	var last []string
 	for sc.Scan() {
 		line := sc.Text()
+		tail.add(line)
 		if strings.Contains(line, ready) {
 			return nil
 		}

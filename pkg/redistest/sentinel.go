@@ -30,10 +30,13 @@ type Sentinel struct {
 
 // The Sentinels' timing is short so that a killed primary is replaced within seconds (Redis's
 // defaults, 30 s to notice and 3 minutes of failover timeout, are longer than any test), and
-// long enough that a loaded test machine does not fail over a healthy primary.
+// long enough that a loaded test machine does not fail over a healthy primary. A failover that
+// fails (two Sentinels asked for votes at once and split them) is retried twice the failover
+// timeout after it began: 1 s to notice and 4 s to retry leave a second try room within the
+// 10 s that e2e's TestFailover allows, where 3 s (6 s to retry) did not.
 const (
 	sentinelDownAfter       = "1000" // ms without a valid reply before a Sentinel calls a node down
-	sentinelFailoverTimeout = "3000" // ms a failover may take before another Sentinel retries it
+	sentinelFailoverTimeout = "2000" // ms a failover may take; a failed one is retried after twice this
 	sentinelQuorum          = "2"    // Sentinels that must agree the primary is down; of 3
 	sentinelCount           = 3
 )
@@ -72,6 +75,7 @@ func StartSentinel(t testing.TB, replicas int, extra ...string) *Sentinel {
 			_ = c.Close()
 		}
 	})
+	t.Cleanup(s.logIfFailed)
 	s.WaitHealthy()
 	return s
 }
@@ -94,6 +98,17 @@ func (s *Sentinel) startSentinel(primaryPort int) *Server {
 		}
 		return []string{conf, "--sentinel"}
 	})
+}
+
+// logIfFailed logs every Sentinel's log tail if the test failed: the elections and promotions
+// they did are what explains a failover that took too long.
+func (s *Sentinel) logIfFailed() {
+	if !s.t.Failed() {
+		return
+	}
+	for _, sn := range s.Sentinels {
+		s.t.Logf("sentinel %s log (tail):\n%s", sn.Addr, strings.Join(sn.LogTail(), "\n"))
+	}
 }
 
 // SentinelAddrs returns the Sentinels' host:port addresses.
