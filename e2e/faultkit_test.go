@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -80,17 +79,6 @@ func likeMany(t testing.TB, writerURL, post, prefix string, n, parallel int) {
 	if f := failed.Load(); f > 0 {
 		t.Fatalf("%d of %d likes failed, first: %v", f, n, firstErr.Load())
 	}
-}
-
-// countOf asks the writer for a post's count.
-func countOf(t testing.TB, writerURL, post string) int64 {
-	t.Helper()
-	status, body := doRequest(t, http.MethodGet, writerURL+"/count/"+post, "")
-	var r clienttest.LikeReply
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil {
-		t.Fatalf("GET /count/%s: %d %s", post, status, body)
-	}
-	return r.Count
 }
 
 // healthProbe polls a URL's /healthz at a fixed pace and keeps the worst latency and the failures.

@@ -94,7 +94,7 @@ func (s *pubsubFaultStack) cutWhileFrozen(t *testing.T, flow *clienttest.LikeFlo
 	poll.Until(t, 5*time.Second, "Redis to drop the node's pub/sub connection", func() bool { return !sharesAny(pubsubClients(t, s.rds), before) })
 	flow.Stop()
 	likeMany(t, s.writer.URL, s.post, "unheard", 10, 5)
-	final := countOf(t, s.writer.URL, s.post)
+	final := clienttest.CountOf(t, s.writer.URL, s.post)
 	if want := 5 + flow.Sent() + 10; final != want {
 		t.Fatalf("count %d; want %d (5 seeded, %d in the flow, 10 unheard)", final, want, flow.Sent())
 	}
@@ -139,7 +139,7 @@ func TestPubsubKilledByRedis(t *testing.T) {
 	}
 	sent := flow.Sent()
 	poll.Until(t, 5*time.Second, "likes to flow", func() bool { return flow.Sent() > sent+20 })
-	count := countOf(t, s.writer.URL, s.post)
+	count := clienttest.CountOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count) // live updates resumed after the cuts
 	if got := s.crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects after the cuts: got %d; want %d", got, connects)
@@ -170,7 +170,7 @@ func TestPubsubOutputBufferOverflow(t *testing.T) {
 	poll.Until(t, 5*time.Second, "Redis to drop the node's pub/sub connection", func() bool { return !sharesAny(pubsubClients(t, s.rds), before) })
 	sent := flow.Sent()
 	poll.Until(t, 5*time.Second, "likes to keep flowing", func() bool { return flow.Sent() > sent+20 })
-	count := countOf(t, s.writer.URL, s.post)
+	count := clienttest.CountOf(t, s.writer.URL, s.post)
 	s.crowd.WaitAtLeast(t, 2*time.Second, count)
 	if got := s.crowd.Status(t).Connects; got != connects {
 		t.Errorf("viewer connects after the overflow: got %d; want %d", got, connects)
@@ -224,7 +224,7 @@ func TestRedisRestartViewersStay(t *testing.T) {
 	})
 	rds.Restart()
 	likeMany(t, writer.URL, post, "after", 10, 5)
-	if got := countOf(t, writer.URL, post); got != 20 {
+	if got := clienttest.CountOf(t, writer.URL, post); got != 20 {
 		t.Fatalf("count after restart: got %d; want 20 (AOF with appendfsync always keeps every like)", got)
 	}
 	took := crowd.WaitCount(t, 5*time.Second, 20)

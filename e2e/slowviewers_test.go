@@ -48,7 +48,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 		if n := flow.Failed(); n > 0 {
 			t.Fatalf("%s: %d likes failed", phase, n)
 		}
-		crowd.WaitCount(t, 10*time.Second, countOf(t, writer.URL, post))
+		crowd.WaitCount(t, 10*time.Second, clienttest.CountOf(t, writer.URL, post))
 		crowd.Measure(t, false)
 		s := crowd.Status(t)
 		p99 := time.Duration(s.P99us) * time.Microsecond
@@ -82,7 +82,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	}
 	t.Logf("stalled viewers' sockets full after %d more likes", fills)
 	conflated = node.Metric(t, "likes_fanout_events_conflated_total")
-	crowd.WaitCount(t, 20*time.Second, countOf(t, writer.URL, post))
+	crowd.WaitCount(t, 20*time.Second, clienttest.CountOf(t, writer.URL, post))
 	withStalled := measure("with 1,000 stalled", "stalled")
 	rssAfter := node.Metric(t, "process_resident_memory_bytes")
 	if got := node.Metric(t, "likes_fanout_events_conflated_total"); got <= conflated {

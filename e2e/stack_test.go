@@ -81,9 +81,11 @@ type Proc struct {
 	done chan struct{}
 }
 
-// StartWriter starts writer-svc against redisURL; env entries (KEY=VALUE) are added.
+// StartWriter starts writer-svc against redisURL; env entries (KEY=VALUE) are added, and win.
+// It trusts X-User-ID (TRUST_USER_HEADER=true), since most tests name their users: a test of the
+// default identity mode passes TRUST_USER_HEADER=false and takes sessions.
 func StartWriter(t testing.TB, redisURL string, env ...string) *Proc {
-	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL}, env...)...)
+	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true"}, env...)...)
 }
 
 // StartFanout starts fanout-svc against redisURL; env entries (KEY=VALUE) are added.

@@ -25,6 +25,12 @@
 # `loadgen procmetrics` (nginx's CPU and memory from /proc, proxied as the node's /metrics).
 set -euo pipefail
 
+# The writer trusts X-User-ID here and loadgen sends it (wrk's scripts always do): these figures
+# measure the engine, and a session token's check would add its own cost to every like. A
+# deployment's default (sessions, no trusted header) is measured by the tests, not here.
+export TRUST_USER_HEADER=${TRUST_USER_HEADER:-true}
+export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
+
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 FANOUT_NODES=${FANOUT_NODES:-4}

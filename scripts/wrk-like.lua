@@ -8,6 +8,9 @@
 --
 -- POST is the post id (default hot); RUN prefixes user ids so that runs against the same Redis
 -- never repeat a user (default: the start time).
+--
+-- The user is named in X-User-ID, which only a writer run with TRUST_USER_HEADER=true believes
+-- (bench-writer.sh and likecost.sh start theirs so); any other writer answers 401.
 
 local threads = {}
 

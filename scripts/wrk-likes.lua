@@ -7,6 +7,9 @@
 -- never repeat a user (default: the start time); DELAY_MS (default 0) makes each connection wait
 -- that many milliseconds between its answer and its next like, for an offered load of about
 -- connections / (DELAY_MS + latency) likes per second.
+--
+-- The user is named in X-User-ID, which only a writer run with TRUST_USER_HEADER=true believes
+-- (bench-writer.sh and likecost.sh start theirs so); any other writer answers 401.
 
 local threads = {}
 

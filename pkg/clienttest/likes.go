@@ -23,13 +23,23 @@ type LikeReply struct {
 	Liked  bool   `json:"liked"`
 }
 
-// TryLike sends one like and returns the HTTP status and the reply.
+// TryLike sends one like by user, named in X-User-ID (a writer with TRUST_USER_HEADER=true), and
+// returns the HTTP status and the reply.
 func TryLike(writerURL, post, user string) (int, LikeReply, error) {
+	return tryLike(writerURL, post, "X-User-ID", user)
+}
+
+// TryLikeAs sends one like with a session's token and returns the HTTP status and the reply.
+func TryLikeAs(writerURL, post string, s Session) (int, LikeReply, error) {
+	return tryLike(writerURL, post, "Authorization", "Bearer "+s.Token)
+}
+
+func tryLike(writerURL, post, header, value string) (int, LikeReply, error) {
 	req, err := http.NewRequest(http.MethodPost, writerURL+"/like/"+post, nil)
 	if err != nil {
 		return 0, LikeReply{}, err
 	}
-	req.Header.Set("X-User-ID", user)
+	req.Header.Set(header, value)
 	resp, err := writerClient.Do(req)
 	if err != nil {
 		return 0, LikeReply{}, err
@@ -53,26 +63,59 @@ type LikeFlow struct {
 	failed atomic.Int64 // attempts that got no 200
 }
 
-// StartLikeFlow likes post every interval, as users prefix-0, prefix-1, ... It stops when the
-// test ends, if Stop was not called first.
+// StartLikeFlow likes post every interval, as users prefix-0, prefix-1, ... named in X-User-ID
+// (a writer with TRUST_USER_HEADER=true). It stops when the test ends, if Stop was not called
+// first.
 func StartLikeFlow(t testing.TB, writerURL, post, prefix string, interval time.Duration) *LikeFlow {
+	user := 0
+	return startLikeFlow(t, interval, func() bool {
+		status, _, err := TryLike(writerURL, post, prefix+"-"+strconv.Itoa(user))
+		if err != nil || status != http.StatusOK {
+			return false
+		}
+		user++
+		return true
+	})
+}
+
+// StartSessionLikeFlow is StartLikeFlow where each fresh user is a new session (POST /session),
+// as pages are; a user whose like failed retries with its session. The writer's SESSION_RATE
+// must allow a session per interval from this address.
+func StartSessionLikeFlow(t testing.TB, writerURL, post string, interval time.Duration) *LikeFlow {
+	var s Session
+	return startLikeFlow(t, interval, func() bool {
+		if s.Token == "" {
+			var err error
+			if s, err = TakeSession(writerURL); err != nil {
+				return false
+			}
+		}
+		status, _, err := TryLikeAs(writerURL, post, s)
+		if err != nil || status != http.StatusOK {
+			return false
+		}
+		s = Session{}
+		return true
+	})
+}
+
+// startLikeFlow calls like every interval on one goroutine until Stop, counting its outcomes:
+// like reports whether a fresh user's like was acknowledged.
+func startLikeFlow(t testing.TB, interval time.Duration, like func() bool) *LikeFlow {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &LikeFlow{stop: cancel, done: make(chan struct{})}
 	go func() { // exits when Stop cancels ctx
 		defer close(f.done)
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
-		user := 0
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			status, _, err := TryLike(writerURL, post, prefix+"-"+strconv.Itoa(user))
-			if err == nil && status == http.StatusOK {
+			if like() {
 				f.sent.Add(1)
-				user++
 			} else {
 				f.failed.Add(1)
 			}
@@ -93,3 +136,19 @@ func (f *LikeFlow) Sent() int64 { return f.sent.Load() }
 
 // Failed is the number of attempts that got no 200 so far.
 func (f *LikeFlow) Failed() int64 { return f.failed.Load() }
+
+// CountOf asks the writer (or a balancer in front of it) for a post's count, failing the test if
+// it does not answer 200 with a count.
+func CountOf(t testing.TB, writerURL, post string) int64 {
+	t.Helper()
+	resp, err := writerClient.Get(writerURL + "/count/" + post)
+	if err != nil {
+		t.Fatalf("GET /count/%s: %v", post, err)
+	}
+	defer resp.Body.Close()
+	var r LikeReply
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil {
+		t.Fatalf("GET /count/%s: %d", post, resp.StatusCode)
+	}
+	return r.Count
+}
