@@ -1,4 +1,4 @@
-// Package ratelimit limits how often one user may like, with the counter kept in Redis so that
-// every writer replica enforces one shared limit: a user cannot multiply the allowance by being
-// balanced onto several replicas.
+// Package ratelimit limits how often one user (or one client address) may act, with a token
+// bucket kept in Redis so that every writer replica enforces one shared limit: a user cannot
+// multiply the allowance by being balanced onto several replicas.
 package ratelimit

@@ -11,47 +11,51 @@ import (
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
-// allowScript counts one event in a fixed window and answers how long the caller must wait (in
-// milliseconds, 0 = allowed). INCR and PEXPIRE run in one script so a crash between them can never
-// leave a counter without expiry, which would lock the user out for good. With N = 1 this is
-// exactly SET key 1 PX window NX.
+// allowScript is a token bucket kept as one number, the generic cell rate algorithm: the key
+// holds the theoretical arrival time (TAT, in microseconds of Redis's clock) of the next event
+// were the bucket never to fill. An event at now is allowed when TAT - now leaves room for it
+// within the burst, and moves TAT one interval on; the key expires when the bucket would be full
+// again, so an idle user costs no memory. Redis's clock (TIME) is the one clock every replica
+// shares; the script runs as its effects (Redis 7's default), so replicas get the SET, not TIME.
 //
-// KEYS[1] = counter key; ARGV[1] = window in ms; ARGV[2] = N.
+// KEYS[1] = bucket key; ARGV[1] = interval (Window/N) in µs; ARGV[2] = burst.
+// Returns 0 when allowed, else the milliseconds until the event would be.
 var allowScript = redis.NewScript(`
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tolerance = interval * (tonumber(ARGV[2]) - 1)
+local tat = tonumber(redis.call('GET', KEYS[1])) or now
+if tat < now then
+  tat = now
 end
-if n <= tonumber(ARGV[2]) then
-  return 0
+local wait = tat - tolerance - now
+if wait > 0 then
+  return math.ceil(wait / 1000)
 end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return ttl
+tat = tat + interval
+redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
+return 0
 `)
 
 // Limiter enforces one Rate per user across all replicas that share the Redis.
 type Limiter struct {
-	rdb    redis.UniversalClient
-	key    func(user string) string
-	rate   Rate
-	window string
-	limit  string
+	rdb      redis.UniversalClient
+	key      func(user string) string
+	rate     Rate
+	interval string // µs
+	burst    string
 }
 
 // New returns a Limiter that counts a user's events under keys.RateLimit(user). A Limiter with
 // an Off rate allows all.
 func New(rdb redis.UniversalClient, keys rediskeys.Scheme, rate Rate) *Limiter {
-	return &Limiter{
-		rdb:    rdb,
-		key:    keys.RateLimit,
-		rate:   rate,
-		window: strconv.FormatInt(rate.Window.Milliseconds(), 10),
-		limit:  strconv.Itoa(rate.N),
+	l := &Limiter{rdb: rdb, key: keys.RateLimit, rate: rate}
+	if !rate.Off() {
+		l.interval = strconv.FormatInt(max(rate.Interval().Microseconds(), 1), 10)
+		l.burst = strconv.Itoa(rate.BurstSize())
 	}
+	return l
 }
 
 // NewNamed returns a Limiter that counts each id's events under name(id), for a limit on
@@ -79,7 +83,7 @@ func (l *Limiter) Allow(ctx context.Context, user string) (retryAfter time.Durat
 	if l.rate.Off() {
 		return 0, nil
 	}
-	ms, err := allowScript.Run(ctx, l.rdb, []string{l.key(user)}, l.window, l.limit).Int64()
+	ms, err := allowScript.Run(ctx, l.rdb, []string{l.key(user)}, l.interval, l.burst).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rate limit: %w", err)
 	}

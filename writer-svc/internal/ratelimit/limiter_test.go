@@ -96,3 +96,26 @@ func TestNamedLimiter(t *testing.T) {
 		t.Errorf("%d of the session and user counters exist; want only the session one", n)
 	}
 }
+
+// TestLimiterBurst: a bucket of 3 at 30 a minute allows three events at once, then one every
+// 2 s: the fourth is told to wait about one interval, not a whole window.
+func TestLimiterBurst(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rate := Rate{N: 30, Window: time.Minute, Burst: 3}
+	l := New(srv.Client(t), rlKeys, rate)
+	for i := range 3 {
+		if wait, err := l.Allow(ctx, "dave"); err != nil || wait != 0 {
+			t.Fatalf("event %d of the burst: wait %v, %v; want allowed", i+1, wait, err)
+		}
+	}
+	wait, err := l.Allow(ctx, "dave")
+	if err != nil || wait <= 0 || wait > rate.Interval() {
+		t.Fatalf("event past the burst: wait %v, %v; want 0 < wait <= %v", wait, err, rate.Interval())
+	}
+	// A refused event spends nothing: asking again at once is refused for no longer.
+	again, err := l.Allow(ctx, "dave")
+	if err != nil || again <= 0 || again > wait {
+		t.Errorf("asked again: wait %v, %v; want 0 < wait <= %v", again, err, wait)
+	}
+}

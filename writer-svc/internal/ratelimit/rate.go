@@ -8,10 +8,13 @@ import (
 	"time"
 )
 
-// Rate is N events per window. The zero Rate is "no limit".
+// Rate is a token bucket: N events per window on average, and up to Burst at once. The zero
+// Rate is "no limit"; a Burst of 0 means N (a full window's allowance may be spent at once, and
+// then one event every Window/N).
 type Rate struct {
 	N      int
 	Window time.Duration
+	Burst  int
 }
 
 // Limits on what ParseRate accepts, so a typo cannot create a key that lives for a year or a
@@ -23,26 +26,57 @@ const (
 )
 
 // ErrRate explains the accepted form of a rate.
-var ErrRate = errors.New(`rate must look like "1/3s" or "10/m": N per duration (1ms-24h), N 1-1000000`)
+var ErrRate = errors.New(`rate must look like "1/3s", "10/m" or "30/1m burst 10": N per duration (1ms-24h), N and the burst 1-1000000`)
 
 // Off reports whether r imposes no limit.
 func (r Rate) Off() bool { return r.N == 0 }
+
+// BurstSize is how many events may come at once: Burst, or N when Burst is not set.
+func (r Rate) BurstSize() int {
+	if r.Burst > 0 {
+		return r.Burst
+	}
+	return r.N
+}
+
+// Interval is the time one event's allowance takes to come back: Window/N.
+func (r Rate) Interval() time.Duration { return r.Window / time.Duration(r.N) }
 
 // String formats r as ParseRate reads it ("" when off).
 func (r Rate) String() string {
 	if r.Off() {
 		return ""
 	}
-	return strconv.Itoa(r.N) + "/" + r.Window.String()
+	s := strconv.Itoa(r.N) + "/" + r.Window.String()
+	if r.Burst > 0 {
+		s += " burst " + strconv.Itoa(r.Burst)
+	}
+	return s
 }
 
 // ParseRate reads "N/duration", for example "1/3s", "5/1m" or "10/m" (a bare unit means one of
-// it). The empty string means no limit.
+// it), optionally followed by " burst B": "30/1m burst 10" is 30 a minute, 10 at once. The empty
+// string means no limit.
 func ParseRate(s string) (Rate, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return Rate{}, nil
 	}
+	burst := 0
+	if head, b, ok := strings.Cut(s, "burst"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil || n < 1 || n > MaxN {
+			return Rate{}, ErrRate
+		}
+		s, burst = strings.TrimSpace(head), n
+	}
+	r, err := parseAverage(s)
+	r.Burst = burst
+	return r, err
+}
+
+// parseAverage reads the "N/duration" part of a rate.
+func parseAverage(s string) (Rate, error) {
 	count, per, ok := strings.Cut(s, "/")
 	if !ok {
 		return Rate{}, ErrRate
@@ -54,6 +88,10 @@ func ParseRate(s string) (Rate, error) {
 	window, err := parseWindow(strings.TrimSpace(per))
 	if err != nil {
 		return Rate{}, err
+	}
+	// The bucket counts in microseconds of Redis's clock.
+	if window/time.Duration(n) < time.Microsecond {
+		return Rate{}, fmt.Errorf("%w (%d per %s is more than one a microsecond)", ErrRate, n, window)
 	}
 	return Rate{N: n, Window: window}, nil
 }

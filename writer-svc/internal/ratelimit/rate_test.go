@@ -18,6 +18,13 @@ func TestParseRate(t *testing.T) {
 		{give: "10/m", want: Rate{N: 10, Window: time.Minute}},
 		{give: " 5 / 1m30s ", want: Rate{N: 5, Window: 90 * time.Second}},
 		{give: "100/ms", want: Rate{N: 100, Window: time.Millisecond}},
+		{give: "30/1m burst 10", want: Rate{N: 30, Window: time.Minute, Burst: 10}},
+		{give: "30/m burst10", want: Rate{N: 30, Window: time.Minute, Burst: 10}},
+		{give: "30/1m burst", wantErr: true},
+		{give: "30/1m burst 0", wantErr: true},
+		{give: "30/1m burst x", wantErr: true},
+		{give: "burst 3", wantErr: true},
+		{give: "1000000/1ms", wantErr: true},
 		{give: "1", wantErr: true},
 		{give: "0/1s", wantErr: true},
 		{give: "-1/1s", wantErr: true},
@@ -49,7 +56,7 @@ func TestParseRate(t *testing.T) {
 // FuzzParseRate: any input either fails with ErrRate or yields a rate within the limits that
 // formats and parses back to itself.
 func FuzzParseRate(f *testing.F) {
-	for _, s := range []string{"", "1/3s", "10/m", "5/1m30s", "1/", "/s", "9999999/h", "1/1ns"} {
+	for _, s := range []string{"", "1/3s", "10/m", "5/1m30s", "1/", "/s", "9999999/h", "1/1ns", "30/1m burst 10", "1/s burst"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -63,7 +70,7 @@ func FuzzParseRate(f *testing.F) {
 		if r.Off() {
 			return
 		}
-		if r.N < 1 || r.N > MaxN || r.Window < MinWindow || r.Window > MaxWindow {
+		if r.N < 1 || r.N > MaxN || r.Window < MinWindow || r.Window > MaxWindow || r.Burst < 0 || r.Burst > MaxN || r.Interval() < time.Microsecond {
 			t.Fatalf("ParseRate(%q) = %+v: out of limits", s, r)
 		}
 		back, err := ParseRate(r.String())
