@@ -48,16 +48,18 @@ func runLoadgen(t *testing.T, args ...string) []byte {
 
 // TestLoadgenRampLightLoad runs a tiny two-phase ramp over two fanout nodes: at this load every
 // like must reach every viewer and every viewer must converge, and every column must be there.
+// The writer is in the default identity mode: the likes carry the session tokens loadgen signs
+// with the key it reads from Redis (--identity session, the default).
 func TestLoadgenRampLightLoad(t *testing.T) {
 	redis := redistest.Start(t)
-	writer := StartWriter(t, redis.URL)
+	writer := StartWriter(t, redis.URL, "TRUST_USER_HEADER=false")
 	nodeA := StartFanout(t, redis.URL)
 	nodeB := StartFanout(t, redis.URL)
 	dir := t.TempDir()
 	csvPath, htmlPath := filepath.Join(dir, "ramp.csv"), filepath.Join(dir, "ramp.html")
 	out := runLoadgen(t, "ramp", "--writer", writer.URL, "--fanout", nodeA.URL+","+nodeB.URL,
 		"--conns", "100,300", "--posts", "3", "--rate", "20", "--warmup", "500ms", "--window", "2s",
-		"--sources", "127.0.0.2-127.0.0.4", "--json", "--csv", csvPath, "--html", htmlPath)
+		"--sources", "127.0.0.2-127.0.0.4", "--redis", redis.Addr, "--json", "--csv", csvPath, "--html", htmlPath)
 
 	var res struct {
 		Nodes  []string         `json:"fanout_nodes"`
@@ -145,7 +147,7 @@ func TestLoadgenReportsRefusalsAsCapped(t *testing.T) {
 	writer := StartWriter(t, redis.URL)
 	node := StartFanout(t, redis.URL, "MAX_CONNS=50")
 	out := runLoadgen(t, "ramp", "--writer", writer.URL, "--fanout", node.URL, "--conns", "80",
-		"--posts", "2", "--rate", "20", "--warmup", "300ms", "--window", "1500ms")
+		"--posts", "2", "--rate", "20", "--warmup", "300ms", "--window", "1500ms", "--identity", "header")
 	table := string(out)
 	for _, want := range []string{"refused", "capped: 30 viewers refused"} {
 		if !strings.Contains(table, want) {
@@ -170,7 +172,7 @@ func TestLoadgenClosedLoop(t *testing.T) {
 	writer := StartWriter(t, redis.URL)
 	node := StartFanout(t, redis.URL)
 	out := runLoadgen(t, "ramp", "--writer", writer.URL, "--fanout", node.URL, "--conns", "60",
-		"--posts", "3", "--writers", "2", "--warmup", "300ms", "--window", "1500ms", "--json")
+		"--posts", "3", "--writers", "2", "--warmup", "300ms", "--window", "1500ms", "--json", "--identity", "header")
 	var res struct {
 		Mode   string `json:"mode"`
 		Phases []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/likes/likes/loadgen/internal/ramp"
 	"github.com/likes/likes/loadgen/internal/slo"
 	"github.com/likes/likes/pkg/envflag"
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // outputs are where the result goes besides the progress line.
@@ -54,7 +55,12 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	set.List(&cfg.RedisSentinels, "redis-sentinels", "LOADGEN_REDIS_SENTINEL_ADDRS", "",
 		"Sentinels (host:port, comma-separated) that name the primary whose CPU per like and subscribers per post each phase reports, followed across a failover; instead of --redis")
 	set.String(&cfg.RedisSentinelMaster, "redis-sentinel-master", "LOADGEN_REDIS_SENTINEL_MASTER", "mymaster", "with --redis-sentinels: the monitored primary's name (REDIS_SENTINEL_MASTER)")
-	set.String(&cfg.RedisPrefix, "redis-prefix", "LOADGEN_REDIS_PREFIX", "likes:", "the deployment's REDIS_PREFIX (names the posts' channels)")
+	set.String(&cfg.RedisPrefix, "redis-prefix", "LOADGEN_REDIS_PREFIX", "likes:", "the deployment's REDIS_PREFIX (names the posts' channels and the session keys)")
+	set.String(&cfg.Identity, "identity", "LOADGEN_IDENTITY", ramp.IdentitySession,
+		"how each like names its fresh user: session (an Authorization: Bearer session token signed with the deployment's session key, read from the Redis of --redis or --redis-sentinels, which it needs) "+
+			"or header (X-User-ID, believed only by writers run with TRUST_USER_HEADER=true)")
+	set.Duration(&cfg.SessionKeyRotate, "session-key-rotate", "LOADGEN_SESSION_KEY_ROTATE", sessiontoken.DefaultKeyRotate,
+		"with --identity session: the deployment's SESSION_KEY_ROTATE, which names its session keys")
 	set.String(&objective, "slo", "LOADGEN_SLO", slo.Default,
 		"service level objective every phase is judged by: p50/p99/p999 (delivery) and like_p99 <= a duration, delivery and converged >= a percentage, errors (likes failed or skipped, viewers failed, refused or dropped) = a count")
 	set.Bool(&untilBreak, "until-break", "LOADGEN_UNTIL_BREAK", false,

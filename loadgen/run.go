@@ -33,6 +33,12 @@ const usage = `usage: loadgen ramp [flags]     ramp viewers and likes against a 
                                   serve /metrics (CPU, memory) of a process and its children read
                                   from /proc, for a node without /metrics (nginx); --help lists flags
        loadgen worker             (internal) hold viewers for a ramp, driven over stdin/stdout
+
+Each of a ramp's likes is by a fresh user. By default (--identity session, LOADGEN_IDENTITY) it
+carries a session token for that user, signed with the deployment's session key, which loadgen
+reads from Redis as the writers do: the ramp needs --redis or --redis-sentinels, and, if the
+deployment changed it, its SESSION_KEY_ROTATE (--session-key-rotate). --identity header names the
+user in X-User-ID instead, for writers run with TRUST_USER_HEADER=true.
 `
 
 // run dispatches the subcommand. The OS is passed in so tests can call it.

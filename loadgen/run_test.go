@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/likes/likes/loadgen/internal/ramp"
 )
 
 func TestExpandSources(t *testing.T) {
@@ -33,7 +36,7 @@ func TestExpandSources(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
-	env := map[string]string{"LOADGEN_CONNS": "10,20", "LOADGEN_RATE": "5"}
+	env := map[string]string{"LOADGEN_CONNS": "10,20", "LOADGEN_RATE": "5", "LOADGEN_IDENTITY": "header"}
 	getenv := func(k string) string { return env[k] }
 	var stderr bytes.Buffer
 	cfg, out, err := loadConfig(context.Background(), []string{"loadgen", "ramp", "--posts", "3", "--json",
@@ -42,8 +45,17 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(cfg.Conns, []int{10, 20}) || cfg.Rate != 5 || cfg.Posts != 3 || !out.json ||
-		len(cfg.Nodes) != 2 || cfg.Writer != "http://127.0.0.1:3" || cfg.WorkerArgs[0] != "worker" {
+		len(cfg.Nodes) != 2 || cfg.Writer != "http://127.0.0.1:3" || cfg.WorkerArgs[0] != "worker" || cfg.Identity != ramp.IdentityHeader {
 		t.Fatalf("config %+v, outputs %+v: flags and environment not applied", cfg, out)
+	}
+	// Sessions are the default, and need the deployment's Redis, where the key is.
+	cfg, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--redis", "127.0.0.1:4"}, func(string) string { return "" }, &stderr)
+	if err != nil || cfg.Identity != ramp.IdentitySession || cfg.SessionKeyRotate != 7*24*time.Hour {
+		t.Fatalf("defaults with --redis: identity %q, key rotation %v, %v; want session, 168h", cfg.Identity, cfg.SessionKeyRotate, err)
+	}
+	_, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--identity", "session"}, getenv, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--redis") || !strings.Contains(err.Error(), "--identity header") {
+		t.Errorf("sessions without Redis: %v; want an error naming --redis and --identity header", err)
 	}
 	for _, bad := range [][]string{
 		{"--conns", "20,10"},
@@ -56,6 +68,8 @@ func TestLoadConfig(t *testing.T) {
 		{"--sources", "nope"},
 		{"--redis", "127.0.0.1:1", "--redis-sentinels", "127.0.0.1:2"},
 		{"--redis-sentinels", "127.0.0.1:2", "--redis-sentinel-master", ""},
+		{"--identity", "cookie"},
+		{"--identity", "session", "--redis", "127.0.0.1:1", "--session-key-rotate", "1500ms"},
 	} {
 		if _, _, err := loadConfig(context.Background(), append([]string{"loadgen", "ramp"}, bad...), getenv, &stderr); err == nil {
 			t.Errorf("flags %v: err = nil; want an error", bad)

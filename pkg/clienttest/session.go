@@ -27,8 +27,11 @@ func TakeSession(writerURL string) (Session, error) {
 		return Session{}, fmt.Errorf("POST /session: %d %s", resp.StatusCode, body)
 	}
 	var s Session
-	if err := json.Unmarshal(body, &s); err != nil || s.Token == "" || s.UserID == "" {
-		return Session{}, fmt.Errorf("POST /session: %q is no session (%v)", body, err)
+	if err := json.Unmarshal(body, &s); err != nil {
+		return Session{}, fmt.Errorf("POST /session: %q is no session: %w", body, err)
+	}
+	if s.Token == "" || s.UserID == "" {
+		return Session{}, fmt.Errorf("POST /session: %q names no token or user", body)
 	}
 	return s, nil
 }

@@ -128,12 +128,18 @@ func (s *cannedWriter) serve(nc net.Conn) {
 // writer, in a process of its own): ns/op is the wall time per op (one like, or a pipelined batch)
 // at that concurrency; cpu-ns/like is the benchmark process's CPU per like, which is the
 // client's: the figure to hold against the writer's CPU per like; allocs/op are the client's.
+// identity=session is the cost of minting each like's session token on top.
 func BenchmarkLike(b *testing.B) {
 	for _, bc := range []struct {
 		conns, pipeline int
-	}{{1, 1}, {64, 1}, {64, 8}} {
-		b.Run(fmt.Sprintf("conns=%d/pipeline=%d", bc.conns, bc.pipeline), func(b *testing.B) {
-			l := New(startCannedProcess(b), []string{"hot"}, "u", bc.conns, 5*time.Second, WithPipeline(bc.pipeline))
+		identity        string
+	}{{1, 1, "header"}, {64, 1, "header"}, {64, 8, "header"}, {1, 1, "session"}, {64, 1, "session"}} {
+		b.Run(fmt.Sprintf("conns=%d/pipeline=%d/identity=%s", bc.conns, bc.pipeline, bc.identity), func(b *testing.B) {
+			opts := []Option{WithPipeline(bc.pipeline)}
+			if bc.identity == "session" {
+				opts = append(opts, WithSessions(testKeys))
+			}
+			l := New(startCannedProcess(b), []string{"hot"}, "u", bc.conns, 5*time.Second, opts...)
 			defer l.Close()
 			b.ReportAllocs()
 			cpu := procstat.CPU()

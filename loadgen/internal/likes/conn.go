@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // readBuffer is one connection's read buffer: it holds a whole answer head (about 200 bytes)
@@ -40,6 +42,8 @@ type conn struct {
 	wbuf     []byte        // the requests of the batch being sent
 	body     []byte        // the body of the answer being read
 	lastUsed time.Time
+	mint     *sessiontoken.Minter // WithSessions: signs this connection's likes
+	user     []byte               // WithSessions: the user id being minted for
 }
 
 // ready dials c if it has no connection (or one idle too long) and sets the deadline of the

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // Load sends likes to one writer over at most maxConns keep-alive connections of its own.
@@ -21,10 +23,11 @@ type Load struct {
 	userBase string
 	timeout  time.Duration
 	maxConns int
-	pipeline int      // requests written at once on one connection
-	host     string   // host[:port] of the writer URL, to resolve and for the Host header
-	heads    [][]byte // per post: the request up to the user id's value
-	urlErr   error    // the writer URL is unusable: every like fails with it
+	pipeline int                    // requests written at once on one connection
+	host     string                 // host[:port] of the writer URL, to resolve and for the Host header
+	heads    [][]byte               // per post: the request up to what names the like's user
+	urlErr   error                  // the writer URL is unusable: every like fails with it
+	keys     sessiontoken.KeySource // WithSessions; nil: X-User-ID
 	seq      atomic.Int64
 	rec      *Recorder
 
@@ -49,6 +52,7 @@ func WithPipeline(k int) Option {
 // New returns a load against writer (an http:// base URL) for posts. userPrefix makes user ids
 // unique to this run; maxConns bounds the connections to the writer; timeout bounds each like
 // (dial, request and answer). A writer URL that cannot be used makes every like fail, saying why.
+// Users are named in X-User-ID unless WithSessions.
 func New(writer string, posts []string, userPrefix string, maxConns int, timeout time.Duration, opts ...Option) *Load {
 	l := &Load{
 		posts:    posts,
@@ -64,7 +68,7 @@ func New(writer string, posts []string, userPrefix string, maxConns int, timeout
 	var path string
 	l.host, path, l.urlErr = parseWriter(writer)
 	for _, post := range posts {
-		l.heads = append(l.heads, requestHead(path, post, l.host, userPrefix))
+		l.heads = append(l.heads, requestHead(path, post, l.host, l.identityHeader()))
 	}
 	return l
 }
@@ -83,11 +87,12 @@ func parseWriter(writer string) (host, path string, err error) {
 	return u.Host, strings.TrimSuffix(u.EscapedPath(), "/"), nil
 }
 
-// requestHead is a like of post up to the user id's value, which the sender appends with the
-// request's end. Content-Length: 0 tells the writer there is no body.
-func requestHead(path, post, host, userBase string) []byte {
+// requestHead is a like of post up to the part of its identity header that differs per like,
+// which the sender appends with the request's end. Content-Length: 0 tells the writer there is no
+// body.
+func requestHead(path, post, host, identity string) []byte {
 	return []byte("POST " + path + "/like/" + url.PathEscape(post) + " HTTP/1.1\r\nHost: " + host +
-		"\r\nContent-Length: 0\r\nX-User-ID: " + userBase)
+		"\r\nContent-Length: 0\r\n" + identity)
 }
 
 // Recorder returns where the load records its likes.
@@ -224,7 +229,7 @@ func (l *Load) send(ctx context.Context, c *conn, batch []job) {
 	}
 	err := c.ready(ctx, l, now)
 	if err == nil {
-		c.wbuf = l.appendRequests(c.wbuf[:0], batch)
+		c.wbuf = l.appendRequests(c.wbuf[:0], c, batch, now)
 		if err = c.write(c.wbuf); err != nil {
 			err = exchangeError("send", err, l.timeout)
 		}
@@ -262,12 +267,12 @@ func (l *Load) answers(c *conn, batch []job) (int, error) {
 	return len(batch), nil
 }
 
-// appendRequests appends the requests of batch to dst: no formatting, nothing allocated once dst
-// has grown to a batch's size.
-func (l *Load) appendRequests(dst []byte, batch []job) []byte {
+// appendRequests appends the requests of batch, sent on c at now, to dst: no formatting, nothing
+// allocated once dst has grown to a batch's size.
+func (l *Load) appendRequests(dst []byte, c *conn, batch []job, now time.Time) []byte {
 	for _, j := range batch {
 		dst = append(dst, l.heads[j.post]...)
-		dst = strconv.AppendInt(dst, j.seq, 36)
+		dst = l.appendIdentity(dst, c, j.seq, now)
 		dst = append(dst, "\r\n\r\n"...)
 	}
 	return dst

@@ -27,7 +27,11 @@ type countingWriter struct {
 
 func (c *countingWriter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	post := strings.TrimPrefix(r.URL.Path, "/like/")
-	user := r.Header.Get("X-User-ID")
+	user, err := userOf(r)
+	if err != nil {
+		http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusUnauthorized)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fail {
@@ -50,8 +54,12 @@ func newWriter(t *testing.T) (*countingWriter, *httptest.Server) {
 }
 
 func TestClosedLoopFreshUsersAndMaxCounts(t *testing.T) {
+	forEachIdentity(t, testClosedLoopFreshUsersAndMaxCounts)
+}
+
+func testClosedLoopFreshUsersAndMaxCounts(t *testing.T, identity []Option) {
 	cw, srv := newWriter(t)
-	l := New(srv.URL, []string{"a", "b", "c"}, "u", 8, 5*time.Second)
+	l := New(srv.URL, []string{"a", "b", "c"}, "u", 8, 5*time.Second, identity...)
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -315,10 +323,12 @@ func TestTimeout(t *testing.T) {
 
 // TestPipeline: with pipelining, 16 writers share 4 connections, and every like is still
 // counted once with its own count.
-func TestPipeline(t *testing.T) {
+func TestPipeline(t *testing.T) { forEachIdentity(t, testPipeline) }
+
+func testPipeline(t *testing.T, identity []Option) {
 	cw := &countingWriter{counts: map[string]int64{}, users: map[string]bool{}}
 	srv, conns := serve(t, cw.ServeHTTP)
-	l := New(srv.URL, []string{"a", "b"}, "u", 4, 5*time.Second, WithPipeline(4))
+	l := New(srv.URL, []string{"a", "b"}, "u", 4, 5*time.Second, append(identity, WithPipeline(4))...)
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -409,22 +419,55 @@ func TestWriterURL(t *testing.T) {
 }
 
 // TestRequestsOnTheWire: what appendRequests writes is, byte for byte, the request the writer
-// reads, and two of them in a row (pipelined) parse as two requests.
+// reads, and two of them in a row (pipelined) parse as two requests, each naming its fresh user:
+// in X-User-ID, or with a session token for it and no X-User-ID.
 func TestRequestsOnTheWire(t *testing.T) {
 	l := New("http://127.0.0.1:8080", []string{"a", "b"}, "u", 1, time.Second)
-	wire := l.appendRequests(nil, []job{{post: 0, seq: 35}, {post: 1, seq: 36}})
+	wire := l.appendRequests(nil, &conn{}, []job{{post: 0, seq: 35}, {post: 1, seq: 36}}, time.Now())
 	want := "POST /like/a HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 0\r\nX-User-ID: uz\r\n\r\n" +
 		"POST /like/b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 0\r\nX-User-ID: u10\r\n\r\n"
 	if string(wire) != want {
 		t.Fatalf("got %q; want %q", wire, want)
 	}
+	wantRequests(t, wire, "")
+
+	l = New("http://127.0.0.1:8080", []string{"a", "b"}, "u", 1, time.Second, WithSessions(testKeys))
+	wire = l.appendRequests(nil, &conn{}, []job{{post: 0, seq: 35}, {post: 1, seq: 36}}, time.Now())
+	wantRequests(t, wire, "session")
+}
+
+// wantRequests parses wire as likes of a and b by users uz and u10, named as identity says.
+func wantRequests(t *testing.T, wire []byte, identity string) {
+	t.Helper()
 	br := bufio.NewReader(bytes.NewReader(wire))
-	for _, post := range []string{"a", "b"} {
+	for i, post := range []string{"a", "b"} {
 		req, err := http.ReadRequest(br)
 		if err != nil || req.Method != http.MethodPost || req.URL.Path != "/like/"+post || req.ContentLength != 0 {
 			t.Fatalf("request for %s: %v, %+v", post, err, req)
 		}
+		user, err := userOf(req)
+		if want := []string{"uz", "u10"}[i]; err != nil || user != want {
+			t.Errorf("like of %s by %q (%v); want %q", post, user, err, want)
+		}
+		if identity == "session" && req.Header.Get("X-User-ID") != "" {
+			t.Errorf("like of %s with a session token also names X-User-ID", post)
+		}
 	}
+}
+
+// TestRequestsAllocateNothing: once the buffers have grown, a batch of likes is written without
+// allocating, with either identity.
+func TestRequestsAllocateNothing(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, identity []Option) {
+		l := New("http://127.0.0.1:8080", []string{"a", "b"}, "u", 1, time.Second, identity...)
+		c := &conn{}
+		batch := []job{{post: 0, seq: 1 << 40}, {post: 1, seq: 1<<40 + 1}}
+		now := time.Now()
+		c.wbuf = l.appendRequests(c.wbuf[:0], c, batch, now)
+		if n := testing.AllocsPerRun(1000, func() { c.wbuf = l.appendRequests(c.wbuf[:0], c, batch, now) }); n != 0 {
+			t.Errorf("%v allocations per batch; want 0", n)
+		}
+	})
 }
 
 // TestPipelineConnectionClose: when the writer closes the connection after the first of several
@@ -466,13 +509,15 @@ func TestOpenLoopFewConnsAtLowRate(t *testing.T) {
 
 // TestOpenLoopPipelineBacklog: with every connection busy, due likes wait in the backlog and go
 // out pipelined; each is answered once.
-func TestOpenLoopPipelineBacklog(t *testing.T) {
+func TestOpenLoopPipelineBacklog(t *testing.T) { forEachIdentity(t, testOpenLoopPipelineBacklog) }
+
+func testOpenLoopPipelineBacklog(t *testing.T, identity []Option) {
 	cw := &countingWriter{counts: map[string]int64{}, users: map[string]bool{}}
 	srv, conns := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(5 * time.Millisecond)
 		cw.ServeHTTP(w, r)
 	})
-	l := New(srv.URL, []string{"a"}, "u", 2, 5*time.Second, WithPipeline(8))
+	l := New(srv.URL, []string{"a"}, "u", 2, 5*time.Second, append(identity, WithPipeline(8))...)
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -21,19 +21,23 @@ type Config struct {
 	// whose CPU and subscriptions the phases report, followed across a failover.
 	RedisSentinels      []string
 	RedisSentinelMaster string
-	PostPrefix          string  // post ids are PostPrefix-0, PostPrefix-1, ...
-	UserPrefix          string  // user ids are UserPrefix<n>
-	Writers             int     // closed-loop writers (when Rate is 0)
-	Rate                float64 // open-loop likes per second (0: closed loop)
-	Warmup, Window      time.Duration
-	Sources             []string // local source addresses for viewers
-	MaxConnectRate      float64  // new viewers per second (0: unlimited)
-	PerWorker           int      // viewers per worker process
-	ReadBuffer          int      // bytes per read(2) (one buffer per worker loop)
-	ConnectTimeout      time.Duration
-	LikeTimeout         time.Duration
-	ConvergeTimeout     time.Duration
-	MaxInflight         int // open loop: likes in flight at most
+	PostPrefix          string // post ids are PostPrefix-0, PostPrefix-1, ...
+	UserPrefix          string // user ids are UserPrefix<n>
+	// Identity is how a like names its user: IdentitySession or IdentityHeader.
+	Identity string
+	// SessionKeyRotate is the deployment's SESSION_KEY_ROTATE, which names its session keys.
+	SessionKeyRotate time.Duration
+	Writers          int     // closed-loop writers (when Rate is 0)
+	Rate             float64 // open-loop likes per second (0: closed loop)
+	Warmup, Window   time.Duration
+	Sources          []string // local source addresses for viewers
+	MaxConnectRate   float64  // new viewers per second (0: unlimited)
+	PerWorker        int      // viewers per worker process
+	ReadBuffer       int      // bytes per read(2) (one buffer per worker loop)
+	ConnectTimeout   time.Duration
+	LikeTimeout      time.Duration
+	ConvergeTimeout  time.Duration
+	MaxInflight      int // open loop: likes in flight at most
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
 	Search      *Search // --until-break; nil: one phase per Conns
@@ -44,6 +48,16 @@ type Config struct {
 	WorkerArgs []string
 	Command    string // the command line, for the report
 }
+
+// How a like names its fresh user (--identity).
+const (
+	// IdentitySession: a session token for the user, signed with the deployment's key, which
+	// loadgen reads from (or, first in a period, creates in) Redis as a writer does; as a browser's
+	// likes reach a writer that trusts no X-User-ID, through a balancer that strips it.
+	IdentitySession = "session"
+	// IdentityHeader: X-User-ID, for a writer run with TRUST_USER_HEADER=true.
+	IdentityHeader = "header"
+)
 
 // Validate reports the first thing wrong with c.
 func (c *Config) Validate() error {
@@ -70,6 +84,14 @@ func (c *Config) Validate() error {
 		return errors.New("--redis and --redis-sentinels both name the Redis to read: set one")
 	case len(c.RedisSentinels) > 0 && c.RedisSentinelMaster == "":
 		return errors.New("--redis-sentinel-master is required with --redis-sentinels")
+	case c.Identity != IdentitySession && c.Identity != IdentityHeader:
+		return fmt.Errorf("--identity: %q is neither %s nor %s", c.Identity, IdentitySession, IdentityHeader)
+	case c.Identity == IdentitySession && c.Redis == "" && len(c.RedisSentinels) == 0:
+		return errors.New("--identity session (the default) signs each like's session token with the deployment's key, kept in Redis: " +
+			"set --redis or --redis-sentinels (LOADGEN_REDIS, LOADGEN_REDIS_SENTINEL_ADDRS), " +
+			"or use --identity header (LOADGEN_IDENTITY=header) against writers run with TRUST_USER_HEADER=true")
+	case c.Identity == IdentitySession && (c.SessionKeyRotate < time.Second || c.SessionKeyRotate%time.Second != 0):
+		return errors.New("--session-key-rotate must be whole seconds, at least 1s (the deployment's SESSION_KEY_ROTATE)")
 	}
 	if c.Search != nil {
 		return c.Search.validate(c)

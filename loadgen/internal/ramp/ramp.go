@@ -68,14 +68,23 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	if cfg.Rate > 0 {
 		maxConns = 512
 	}
-	r.load = likes.New(cfg.Writer, r.posts, cfg.UserPrefix, maxConns, cfg.LikeTimeout)
-	defer r.load.Close()
-	r.pool = newPool(&r.cfg, r.posts, stderr)
-	defer func() { r.pool.close() }() // a search may replace the pool
 	if cfg.Redis != "" || len(cfg.RedisSentinels) > 0 {
 		r.redis = newRedisView(ctx, cfg)
 		defer r.redis.close()
 	}
+	var identity []likes.Option
+	if cfg.Identity == IdentitySession {
+		s, err := startSessions(ctx, r.redis, cfg)
+		if err != nil {
+			return res, err
+		}
+		defer s.close()
+		identity = append(identity, likes.WithSessions(s.follow))
+	}
+	r.load = likes.New(cfg.Writer, r.posts, cfg.UserPrefix, maxConns, cfg.LikeTimeout, identity...)
+	defer r.load.Close()
+	r.pool = newPool(&r.cfg, r.posts, stderr)
+	defer func() { r.pool.close() }() // a search may replace the pool
 
 	if err := r.checkWriter(ctx); err != nil {
 		return res, err

@@ -39,6 +39,15 @@ func newRedisView(ctx context.Context, cfg Config) *redisView {
 	return v
 }
 
+// keyClient is the client of the deployment's keys (the session keys): on a Cluster, one that
+// finds each key's node.
+func (v *redisView) keyClient() redis.UniversalClient {
+	if v.cluster != nil {
+		return v.cluster
+	}
+	return v.client
+}
+
 func (v *redisView) close() {
 	v.client.Close()
 	if v.cluster != nil {

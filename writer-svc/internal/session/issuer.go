@@ -12,6 +12,7 @@ import (
 
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/sessiontoken"
 	"github.com/likes/likes/writer-svc/internal/auth"
 )
 
@@ -25,16 +26,9 @@ type Session struct {
 	ExpiresAt int64  `json:"expires_at"` // unix seconds
 }
 
-// claims are a session token's claims: sub is the user, sid_start the unix second the session
-// began, which a refresh carries over so that MaxAge bounds the whole chain of tokens.
-type claims struct {
-	jwt.RegisteredClaims
-	Start int64 `json:"sid_start"`
-}
-
 // Issuer signs and verifies session tokens with the keys of its Keyring.
 type Issuer struct {
-	ring    *Keyring
+	ring    *sessiontoken.Keyring
 	o       Options
 	verify  *jwt.Parser // a like: the token must be current
 	refresh *jwt.Parser // a refresh: up to RefreshGrace past expiry
@@ -53,10 +47,10 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options, log *zap.L
 	// before issued" on the others.
 	base := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(),
-		jwt.WithAudience(auth.SessionAudience), jwt.WithTimeFunc(o.Now),
+		jwt.WithAudience(sessiontoken.Audience), jwt.WithTimeFunc(o.Now),
 	}
 	return &Issuer{
-		ring:    NewKeyring(rdb, keys, o, log),
+		ring:    sessiontoken.NewKeyring(rdb, keys, o.keyring(), log),
 		o:       o,
 		verify:  jwt.NewParser(base...),
 		refresh: jwt.NewParser(append(base, jwt.WithLeeway(o.RefreshGrace))...),
@@ -109,27 +103,17 @@ func (s *Issuer) sign(ctx context.Context, user string, start int64, now time.Ti
 		return Session{}, err
 	}
 	exp := min(now.Add(s.o.TTL).Unix(), start+int64(s.o.MaxAge/time.Second))
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   user,
-			Audience:  jwt.ClaimStrings{auth.SessionAudience},
-			IssuedAt:  jwt.NewNumericDate(time.Unix(now.Unix(), 0)),
-			ExpiresAt: jwt.NewNumericDate(time.Unix(exp, 0)),
-		},
-		Start: start,
-	})
-	tok.Header["kid"] = kid
-	signed, err := tok.SignedString(secret)
+	signed, err := sessiontoken.Sign(sessiontoken.NewClaims(user, start, now.Unix(), exp), kid, secret)
 	if err != nil {
-		return Session{}, fmt.Errorf("sign session token: %w", err)
+		return Session{}, err
 	}
 	return Session{Token: signed, UserID: user, ExpiresAt: exp}, nil
 }
 
-// parse verifies raw with p. A key that Redis could not give is ErrUnavailable (503); anything
-// else wrong is auth.ErrUnauthenticated (401).
-func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (claims, error) {
-	var c claims
+// parse verifies raw with p. A key that Redis could not give is sessiontoken.ErrUnavailable
+// (503); anything else wrong is auth.ErrUnauthenticated (401).
+func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (sessiontoken.Claims, error) {
+	var c sessiontoken.Claims
 	_, err := p.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
 		if kid == "" {
@@ -137,17 +121,17 @@ func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (claims, 
 		}
 		return s.ring.Verifying(ctx, kid)
 	})
-	if errors.Is(err, ErrUnavailable) {
-		return claims{}, err
+	if errors.Is(err, sessiontoken.ErrUnavailable) {
+		return sessiontoken.Claims{}, err
 	}
 	if err != nil {
-		return claims{}, fmt.Errorf("%w: %w", auth.ErrUnauthenticated, err)
+		return sessiontoken.Claims{}, fmt.Errorf("%w: %w", auth.ErrUnauthenticated, err)
 	}
 	if err := ids.ValidUserID(c.Subject); err != nil {
-		return claims{}, fmt.Errorf("%w: token subject: %w", auth.ErrUnauthenticated, err)
+		return sessiontoken.Claims{}, fmt.Errorf("%w: token subject: %w", auth.ErrUnauthenticated, err)
 	}
 	if c.Start <= 0 || c.IssuedAt == nil || c.Start > c.IssuedAt.Unix() {
-		return claims{}, fmt.Errorf("%w: session token has no valid sid_start", auth.ErrUnauthenticated)
+		return sessiontoken.Claims{}, fmt.Errorf("%w: session token has no valid sid_start", auth.ErrUnauthenticated)
 	}
 	return c, nil
 }

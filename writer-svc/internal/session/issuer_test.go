@@ -5,15 +5,15 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/likes/likes/pkg/ids"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/sessiontoken"
+	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
 	"github.com/likes/likes/writer-svc/internal/auth"
 )
 
@@ -45,7 +45,7 @@ func wantRefused(t *testing.T, what string, err error) {
 // TestIssue: a session is a fresh valid user id and an HS256 token for it with the claims the
 // format promises.
 func TestIssue(t *testing.T) {
-	clk := newClock(time.Hour)
+	clk := sessiontokentest.NewClock(time.Hour)
 	s := newIssuer(t, redistest.Start(t).Client(t), testOptions(clk))
 	a, b := mustIssue(t, s), mustIssue(t, s)
 	if a.UserID == b.UserID {
@@ -57,11 +57,11 @@ func TestIssue(t *testing.T) {
 		}
 	}
 	kid, c := parsed(t, a.Token)
-	now := clk.Now().Unix()
-	if kid != s.ring.kidAt(clk.Now()) || c.Subject != a.UserID || c.Start != now || c.IssuedAt.Unix() != now ||
-		c.ExpiresAt.Unix() != now+600 || a.ExpiresAt != now+600 || len(c.Audience) != 1 || c.Audience[0] != auth.SessionAudience {
+	now := clk.Now().Unix() // one second into a rotation period, whose start names its key
+	if kid != strconv.FormatInt(now-1, 10) || c.Subject != a.UserID || c.Start != now || c.IssuedAt.Unix() != now ||
+		c.ExpiresAt.Unix() != now+600 || a.ExpiresAt != now+600 || len(c.Audience) != 1 || c.Audience[0] != sessiontoken.Audience {
 		t.Errorf("token kid %q claims %+v, reply %+v; want kid of the current period, sub = user, sid_start = iat = now, exp = now+10m, aud %s",
-			kid, c, a, auth.SessionAudience)
+			kid, c, a, sessiontoken.Audience)
 	}
 	if !auth.IsSessionToken(a.Token) {
 		t.Error("IsSessionToken(session token) = false")
@@ -69,132 +69,10 @@ func TestIssue(t *testing.T) {
 	wantUser(t, s, a.Token, a.UserID)
 }
 
-// TestWritersShareKey: writers starting together on one Redis create one key between them (SET
-// NX), and a token issued by any verifies on every other.
-func TestWritersShareKey(t *testing.T) {
-	srv := redistest.Start(t)
-	clk := newClock(time.Hour)
-	writers := make([]*Issuer, 8)
-	for i := range writers {
-		writers[i] = newIssuer(t, srv.Client(t), testOptions(clk))
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(writers))
-	for i, w := range writers {
-		wg.Add(1)
-		go func() { // all race to create the first key
-			defer wg.Done()
-			errs[i] = w.Load(ctx)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("writer %d: %v", i, err)
-		}
-	}
-	if got := sessionKeys(t, srv.Client(t)); len(got) != 1 {
-		t.Fatalf("session keys in Redis: %v; want exactly one", got)
-	}
-	for i, w := range writers {
-		tok := mustIssue(t, w)
-		for j, other := range writers {
-			if got, err := other.Verify(ctx, tok.Token); err != nil || got != tok.UserID {
-				t.Errorf("token of writer %d on writer %d: %q, %v", i, j, got, err)
-			}
-		}
-	}
-}
-
-// TestRotation: after KeyRotate a new key signs; a token of the old key keeps verifying on every
-// writer (including one that never held the new key) until the old key's tokens can no longer be
-// used, and the old key expires from Redis then.
-func TestRotation(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	clk := newClock(time.Hour)
-	o := testOptions(clk)
-	a, b := newIssuer(t, rdb, o), newIssuer(t, rdb, o)
-
-	clk.Advance(55 * time.Minute) // 5 minutes before the period ends
-	old := mustIssue(t, a)
-	oldKID, _ := parsed(t, old.Token)
-	if ttl := rdb.PTTL(ctx, testKeys.SessionKey(oldKID)).Val(); ttl <= 0 {
-		t.Fatalf("key %s has no expiry (PTTL %v)", oldKID, ttl)
-	}
-	start, _ := strconv.ParseInt(oldKID, 10, 64)
-	wantEnd := time.Unix(start, 0).Add(o.KeyRotate + o.TTL + o.RefreshGrace + clockSkew)
-	if ttl := rdb.PTTL(ctx, testKeys.SessionKey(oldKID)).Val(); absDiff(clk.Now().Add(ttl), wantEnd) > time.Second {
-		t.Errorf("key %s expires at %v; want period end + ttl + grace + skew = %v", oldKID, clk.Now().Add(ttl), wantEnd)
-	}
-
-	clk.Advance(6 * time.Minute) // the next period
-	fresh := mustIssue(t, b)
-	newKID, _ := parsed(t, fresh.Token)
-	if newKID == oldKID {
-		t.Fatalf("after the rotation interval the token still uses kid %s", oldKID)
-	}
-	if again := mustIssue(t, a); func() string { k, _ := parsed(t, again.Token); return k }() != newKID {
-		t.Error("the other writer signs with another key than the one created for the period")
-	}
-	if n := len(sessionKeys(t, rdb)); n != 2 {
-		t.Errorf("%d keys in Redis after one rotation; want 2", n)
-	}
-	wantUser(t, a, old.Token, old.UserID)
-	wantUser(t, b, old.Token, old.UserID)
-	wantUser(t, a, fresh.Token, fresh.UserID)
-
-	// Gone from Redis (expired, or deleted to end every session): a reload forgets it at once,
-	// while its token is otherwise still good.
-	rdb.Del(ctx, testKeys.SessionKey(newKID))
-	if err := a.ring.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, err := a.Verify(ctx, fresh.Token)
-	wantRefused(t, "token of a deleted key after a reload", err)
-
-	// The old key must still verify a token it signed until its end. A long-lived token under
-	// it (only its holder could make one) shows when the key itself stops counting.
-	longLived := forge(t, claims{RegisteredClaims: jwt.RegisteredClaims{
-		Subject: "u", Audience: jwt.ClaimStrings{auth.SessionAudience},
-		IssuedAt: jwt.NewNumericDate(clk.Now()), ExpiresAt: jwt.NewNumericDate(clk.Now().Add(24 * time.Hour)),
-	}, Start: clk.Now().Unix()}, oldKID, secretOf(t, rdb, oldKID))
-	clk.Advance(wantEnd.Sub(clk.Now()) - time.Second)
-	wantUser(t, b, longLived, "u")
-	clk.Advance(2 * time.Second)
-	_, err = b.Verify(ctx, longLived)
-	wantRefused(t, "token of an expired key", err)
-
-}
-
-func absDiff(a, b time.Time) time.Duration {
-	if a.After(b) {
-		return a.Sub(b)
-	}
-	return b.Sub(a)
-}
-
-// TestReloadLoopDropsDeletedKey: the keyring's own goroutine rereads Redis, so a key an operator
-// deletes stops verifying on a writer within one reload interval, without a restart.
-func TestReloadLoopDropsDeletedKey(t *testing.T) {
-	srv := redistest.Start(t)
-	o := testOptions(newClock(time.Hour))
-	o.KeyRefresh = 20 * time.Millisecond
-	o.UnknownKIDEvery = time.Hour // no lookup on the miss: only the reload can have dropped it
-	s := newIssuer(t, srv.Client(t), o)
-	tok := mustIssue(t, s)
-	kid, _ := parsed(t, tok.Token)
-	srv.Client(t).Del(ctx, testKeys.SessionKey(kid))
-	poll.Until(t, 5*time.Second, "a deleted key stops verifying with a 20ms reload interval", func() bool {
-		_, err := s.Verify(ctx, tok.Token)
-		return errors.Is(err, auth.ErrUnauthenticated)
-	})
-}
-
 // TestRefresh: a refresh keeps the user and the session start, works up to RefreshGrace after
 // expiry, and stops at MaxAge (the last token expires exactly then).
 func TestRefresh(t *testing.T) {
-	clk := newClock(24 * time.Hour)
+	clk := sessiontokentest.NewClock(24 * time.Hour)
 	o := testOptions(clk)
 	o.KeyRotate = 24 * time.Hour // one key for the whole session
 	o.MaxAge = 2 * time.Hour
@@ -253,13 +131,13 @@ func TestRefresh(t *testing.T) {
 // TestForgedTokensRefused: nothing but a token signed by a live key with the session's claims
 // verifies or refreshes.
 func TestForgedTokensRefused(t *testing.T) {
-	clk := newClock(time.Hour)
+	clk := sessiontokentest.NewClock(time.Hour)
 	srv := redistest.Start(t)
 	s := newIssuer(t, srv.Client(t), testOptions(clk))
 	good := mustIssue(t, s)
 	kid, c := parsed(t, good.Token)
-	secret := secretOf(t, srv.Client(t), kid)
-	with := func(f func(*claims)) claims { cc := c; f(&cc); return cc }
+	secret := sessiontokentest.Secret(t, srv.Client(t), testKeys, kid)
+	with := func(f func(*sessiontoken.Claims)) sessiontoken.Claims { cc := c; f(&cc); return cc }
 	parts := strings.Split(good.Token, ".")
 	_, other := parsed(t, mustIssue(t, s).Token)
 	otherPayload := strings.Split(forge(t, other, kid, []byte("x")), ".")[1]
@@ -270,12 +148,12 @@ func TestForgedTokensRefused(t *testing.T) {
 		"unknown kid":         forge(t, c, "12345", secret),
 		"kid far in future":   forge(t, c, strconv.FormatInt(clk.Now().Unix()+86400, 10), secret),
 		"no kid":              forge(t, c, "", secret),
-		"static kid":          forge(t, c, StaticKID, secret),
-		"site audience":       forge(t, with(func(c *claims) { c.Audience = jwt.ClaimStrings{"likes"} }), kid, secret),
-		"no expiry":           forge(t, with(func(c *claims) { c.ExpiresAt = nil }), kid, secret),
-		"no sid_start":        forge(t, with(func(c *claims) { c.Start = 0 }), kid, secret),
-		"sid_start after iat": forge(t, with(func(c *claims) { c.Start = c.IssuedAt.Unix() + 1 }), kid, secret),
-		"bad subject":         forge(t, with(func(c *claims) { c.Subject = "a:b" }), kid, secret),
+		"static kid":          forge(t, c, sessiontoken.StaticKID, secret),
+		"site audience":       forge(t, with(func(c *sessiontoken.Claims) { c.Audience = jwt.ClaimStrings{"likes"} }), kid, secret),
+		"no expiry":           forge(t, with(func(c *sessiontoken.Claims) { c.ExpiresAt = nil }), kid, secret),
+		"no sid_start":        forge(t, with(func(c *sessiontoken.Claims) { c.Start = 0 }), kid, secret),
+		"sid_start after iat": forge(t, with(func(c *sessiontoken.Claims) { c.Start = c.IssuedAt.Unix() + 1 }), kid, secret),
+		"bad subject":         forge(t, with(func(c *sessiontoken.Claims) { c.Subject = "a:b" }), kid, secret),
 		"garbage":             "not.a.jwt",
 	}
 	none := jwt.NewWithClaims(jwt.SigningMethodNone, c)
@@ -296,7 +174,7 @@ func TestForgedTokensRefused(t *testing.T) {
 
 // TestStaticSecret: AUTH_SESSION_SECRET signs with kid "static" and needs no Redis at all.
 func TestStaticSecret(t *testing.T) {
-	clk := newClock(time.Hour)
+	clk := sessiontokentest.NewClock(time.Hour)
 	o := testOptions(clk)
 	o.Secret = []byte("0123456789abcdef0123456789abcdef")
 	s := newIssuer(t, nil, o)
@@ -304,8 +182,8 @@ func TestStaticSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := mustIssue(t, s)
-	if kid, _ := parsed(t, tok.Token); kid != StaticKID {
-		t.Errorf("kid %q; want %q", kid, StaticKID)
+	if kid, _ := parsed(t, tok.Token); kid != sessiontoken.StaticKID {
+		t.Errorf("kid %q; want %q", kid, sessiontoken.StaticKID)
 	}
 	wantUser(t, s, tok.Token, tok.UserID)
 	other := newIssuer(t, nil, o) // another replica with the same secret
@@ -321,35 +199,36 @@ func TestStaticSecret(t *testing.T) {
 // throw its good token away.
 func TestRedisDownIsUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
-	clk := newClock(time.Hour)
+	clk := sessiontokentest.NewClock(time.Hour)
 	a := newIssuer(t, srv.Client(t), testOptions(clk))
 	tok := mustIssue(t, a)
 	b := newIssuer(t, srv.Client(t), testOptions(clk)) // has not read the key yet
 	srv.Kill()
 	c, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := b.Issue(c); !errors.Is(err, ErrUnavailable) || errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := b.Issue(c); !errors.Is(err, sessiontoken.ErrUnavailable) || errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("issue with Redis down: %v; want ErrUnavailable", err)
 	}
-	if _, err := b.Verify(c, tok.Token); !errors.Is(err, ErrUnavailable) || errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := b.Verify(c, tok.Token); !errors.Is(err, sessiontoken.ErrUnavailable) || errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("verify needing a key lookup with Redis down: %v; want ErrUnavailable", err)
 	}
 	wantUser(t, a, tok.Token, tok.UserID) // a writer that holds the key verifies without Redis
 }
 
+// TestOptionsValidate: the writer's own settings are checked here, the keys' by
+// sessiontoken.KeyringOptions, which must see a token's whole life (ttl + grace) and the secret.
 func TestOptionsValidate(t *testing.T) {
 	d := DefaultOptions()
 	if err := d.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
 	tests := map[string]func(*Options){
-		"ttl below 1s":         func(o *Options) { o.TTL = 500 * time.Millisecond },
-		"negative grace":       func(o *Options) { o.RefreshGrace = -time.Second },
-		"max age below ttl":    func(o *Options) { o.MaxAge = o.TTL - time.Second },
-		"short secret":         func(o *Options) { o.Secret = []byte("short") },
-		"rotation below 1s":    func(o *Options) { o.KeyRotate = 0 },
-		"rotation not seconds": func(o *Options) { o.KeyRotate = 1500 * time.Millisecond },
-		"too many live keys":   func(o *Options) { o.KeyRotate = 10 * time.Minute },
+		"ttl below 1s":      func(o *Options) { o.TTL = 500 * time.Millisecond },
+		"negative grace":    func(o *Options) { o.RefreshGrace = -time.Second },
+		"max age below ttl": func(o *Options) { o.MaxAge = o.TTL - time.Second },
+		"short secret":      func(o *Options) { o.Secret = []byte("short") },
+		// A token lives 1h + 24h of grace: 10m periods would keep over a hundred keys live.
+		"too many live keys": func(o *Options) { o.KeyRotate = 10 * time.Minute },
 	}
 	for name, f := range tests {
 		o := d

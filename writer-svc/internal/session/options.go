@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // Options configure sessions; DefaultOptions are the documented defaults.
@@ -26,20 +28,9 @@ type Options struct {
 // DefaultOptions returns the defaults: one-hour tokens, refreshable for a day after they expire,
 // sessions of up to 90 days, weekly key rotation.
 func DefaultOptions() Options {
-	return Options{TTL: time.Hour, RefreshGrace: 24 * time.Hour, MaxAge: 90 * 24 * time.Hour, KeyRotate: 7 * 24 * time.Hour}
+	return Options{TTL: sessiontoken.DefaultTTL, RefreshGrace: sessiontoken.DefaultRefreshGrace, MaxAge: 90 * 24 * time.Hour,
+		KeyRotate: sessiontoken.DefaultKeyRotate}
 }
-
-// MinSecretLen is the HS256 key size RFC 7518 §3.2 requires, and the size of generated keys.
-const MinSecretLen = 32
-
-// maxLiveKeys bounds the keys that can be live at once ((rotate + TTL + grace) / rotate, plus
-// slack), which is how many a key reload reads: a rotation far shorter than a token's life would
-// make every reload read hundreds.
-const maxLiveKeys = 64
-
-// clockSkew is how far apart the writers' clocks may be: a key whose period began up to this far
-// in the future is a writer whose clock runs ahead, and keys live this much longer in Redis.
-const clockSkew = 5 * time.Minute
 
 // Validate explains the first unusable setting.
 func (o Options) Validate() error {
@@ -50,30 +41,20 @@ func (o Options) Validate() error {
 		return errors.New("session refresh grace must not be negative")
 	case o.MaxAge < o.TTL:
 		return fmt.Errorf("session max age %s must be at least the ttl %s", o.MaxAge, o.TTL)
-	case o.Secret != nil && len(o.Secret) < MinSecretLen:
-		return fmt.Errorf("session secret must be at least %d bytes", MinSecretLen)
-	case o.Secret != nil:
-		return nil // no keys in Redis: rotation does not apply
-	case o.KeyRotate < time.Second || o.KeyRotate%time.Second != 0:
-		return errors.New("session key rotation must be whole seconds, at least 1s")
-	case (o.life()+clockSkew)/o.KeyRotate > maxLiveKeys-2:
-		return fmt.Errorf("session key rotation %s is too short for tokens that live %s (ttl + refresh grace): at most %d keys may be live",
-			o.KeyRotate, o.life(), maxLiveKeys)
 	}
-	return nil
+	return o.keyring().Validate()
 }
 
-// life is how long a token may be used after it is signed: until it expires, then refreshed
-// within the grace. A key must verify for this long after it last signed.
-func (o Options) life() time.Duration { return o.TTL + o.RefreshGrace }
+// keyring is what the keys need to know: a key must verify for as long as a token it signed can
+// be used, until it expires and then refreshed within the grace.
+func (o Options) keyring() sessiontoken.KeyringOptions {
+	return sessiontoken.KeyringOptions{
+		Rotate: o.KeyRotate, Life: o.TTL + o.RefreshGrace, Secret: o.Secret,
+		Reload: o.KeyRefresh, UnknownKIDEvery: o.UnknownKIDEvery, Now: o.Now,
+	}
+}
 
 func (o Options) withDefaults() Options {
-	if o.KeyRefresh <= 0 {
-		o.KeyRefresh = time.Minute
-	}
-	if o.UnknownKIDEvery <= 0 {
-		o.UnknownKIDEvery = time.Second
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -1,4 +1,4 @@
-package session
+package sessiontoken
 
 import (
 	"context"
@@ -27,23 +27,23 @@ var ErrUnavailable = errors.New("session keys unavailable")
 // errUnknownKey is a kid that names no live key: forged, or its key has expired.
 var errUnknownKey = errors.New("unknown or expired session key")
 
-// key is one signing key as a writer holds it.
+// key is one signing key as a keyring holds it.
 type key struct {
 	secret []byte
 	until  time.Time // when it stops verifying: its expiry in Redis, as read
 }
 
 // Keyring holds the signing keys shared through Redis. A key's id is the unix second its
-// rotation period began (periods are multiples of KeyRotate since the epoch), so every writer
-// agrees on which key is current without asking: the one whose period has begun. The first
-// writer to need it creates it with SET NX; a writer that loses the race reads the winner's.
-// Keys live in Redis until their last token can no longer be refreshed (period end + TTL + grace
-// + clock skew), then expire; a periodic reload drops them from memory too, and picks up keys an
-// operator deleted to end every session.
+// rotation period began (periods are multiples of Rotate since the epoch), so every signer agrees
+// on which key is current without asking: the one whose period has begun. The first signer to
+// need it creates it with SET NX; one that loses the race reads the winner's. Keys live in Redis
+// until their last token can no longer be used (period end + Life + clock skew), then expire; a
+// periodic reload drops them from memory too, and picks up keys an operator deleted to end every
+// session.
 type Keyring struct {
 	rdb     redis.UniversalClient
 	keys    rediskeys.Scheme
-	o       Options
+	o       KeyringOptions
 	log     *zap.Logger
 	static  *key
 	unknown *rate.Limiter // Redis lookups of kids not in memory
@@ -57,8 +57,8 @@ type Keyring struct {
 }
 
 // NewKeyring returns the keyring o describes (o must be valid). Unless o.Secret is set, it
-// reloads the keys from Redis every o.KeyRefresh in a goroutine that Close stops.
-func NewKeyring(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options, log *zap.Logger) *Keyring {
+// reloads the keys from Redis every o.Reload in a goroutine that Close stops.
+func NewKeyring(rdb redis.UniversalClient, keys rediskeys.Scheme, o KeyringOptions, log *zap.Logger) *Keyring {
 	o = o.withDefaults()
 	k := &Keyring{
 		rdb: rdb, keys: keys, o: o, log: log,
@@ -87,7 +87,7 @@ func (k *Keyring) Close() {
 
 func (k *Keyring) reloadLoop() {
 	defer close(k.done)
-	t := time.NewTicker(k.o.KeyRefresh)
+	t := time.NewTicker(k.o.Reload)
 	defer t.Stop()
 	for {
 		select {
@@ -104,7 +104,7 @@ func (k *Keyring) reloadLoop() {
 	}
 }
 
-// Signing returns the current key and its id, creating it in Redis if no writer has yet.
+// Signing returns the current key and its id, creating it in Redis if no signer has yet.
 func (k *Keyring) Signing(ctx context.Context) (string, []byte, error) {
 	if k.static != nil {
 		return StaticKID, k.static.secret, nil
@@ -131,7 +131,7 @@ func (k *Keyring) Signing(ctx context.Context) (string, []byte, error) {
 	return kid, got.secret, nil
 }
 
-// ensure reads the key kid from Redis, or creates it there when no writer has.
+// ensure reads the key kid from Redis, or creates it there when no signer has.
 func (k *Keyring) ensure(ctx context.Context, kid string, now time.Time) (key, error) {
 	if got, ok, err := k.read(ctx, kid, now); err != nil || ok {
 		return got, err
@@ -139,7 +139,7 @@ func (k *Keyring) ensure(ctx context.Context, kid string, now time.Time) (key, e
 	secret := make([]byte, MinSecretLen)
 	_, _ = rand.Read(secret) // never fails (crypto/rand)
 	start, _ := strconv.ParseInt(kid, 10, 64)
-	ttl := time.Unix(start, 0).Add(k.o.KeyRotate + k.o.life() + clockSkew).Sub(now)
+	ttl := time.Unix(start, 0).Add(k.o.Rotate + k.o.Life + clockSkew).Sub(now)
 	name := k.keys.SessionKey(kid)
 	created, err := k.rdb.SetNX(ctx, name, base64.RawURLEncoding.EncodeToString(secret), ttl).Result()
 	if err != nil {
@@ -149,7 +149,7 @@ func (k *Keyring) ensure(ctx context.Context, kid string, now time.Time) (key, e
 		k.log.Info("created session signing key", zap.String("kid", kid), zap.Duration("ttl", ttl))
 		return key{secret: secret, until: now.Add(ttl)}, nil
 	}
-	got, ok, err := k.read(ctx, kid, now) // another writer won the race
+	got, ok, err := k.read(ctx, kid, now) // another signer won the race
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: %s vanished after SET NX refused", ErrUnavailable, name)
 	}
@@ -157,7 +157,7 @@ func (k *Keyring) ensure(ctx context.Context, kid string, now time.Time) (key, e
 }
 
 // Verifying returns the secret of key kid: from memory, or, for a kid that could be live but is
-// not in memory (a writer with a faster clock began a period), from Redis at most once per
+// not in memory (a signer with a faster clock began a period), from Redis at most once per
 // UnknownKIDEvery.
 func (k *Keyring) Verifying(ctx context.Context, kid string) ([]byte, error) {
 	if k.static != nil {
@@ -271,7 +271,7 @@ func (k *Keyring) decode(kid string, get *redis.StringCmd, pttl *redis.DurationC
 
 // kidAt is the id of the key whose period contains t.
 func (k *Keyring) kidAt(t time.Time) string {
-	period := int64(k.o.KeyRotate / time.Second)
+	period := int64(k.o.Rotate / time.Second)
 	s := t.Unix()
 	return strconv.FormatInt(s-mod(s, period), 10)
 }
@@ -282,7 +282,7 @@ func mod(a, b int64) int64 { return ((a % b) + b) % b }
 // the last token it signed, plus clock skew.
 func (k *Keyring) end(kid string) time.Time {
 	start, _ := strconv.ParseInt(kid, 10, 64)
-	return time.Unix(start, 0).Add(k.o.KeyRotate + k.o.life() + clockSkew)
+	return time.Unix(start, 0).Add(k.o.Rotate + k.o.Life + clockSkew)
 }
 
 // plausible reports whether kid is a key id that could be live at now: a canonical unix second
@@ -298,7 +298,7 @@ func (k *Keyring) plausible(kid string, now time.Time) bool {
 // candidates are the ids of every period whose key may be live at now.
 func (k *Keyring) candidates(now time.Time) map[string]struct{} {
 	out := make(map[string]struct{}, maxLiveKeys)
-	for t := now.Add(-(k.o.KeyRotate + k.o.life() + clockSkew)); !t.After(now); t = t.Add(k.o.KeyRotate) {
+	for t := now.Add(-(k.o.Rotate + k.o.Life + clockSkew)); !t.After(now); t = t.Add(k.o.Rotate) {
 		out[k.kidAt(t)] = struct{}{}
 	}
 	out[k.kidAt(now)] = struct{}{}

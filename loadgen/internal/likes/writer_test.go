@@ -1,0 +1,145 @@
+package likes
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/pkg/sessiontoken"
+)
+
+// TestRealWriterCountsEveryLike: against writer-svc itself, every like loadgen acknowledges is
+// counted, by users named with session tokens signed with the key the writer keeps in Redis (the
+// writer trusting no X-User-ID, as behind the Compose balancer), or named in X-User-ID for a
+// writer with TRUST_USER_HEADER=true.
+func TestRealWriterCountsEveryLike(t *testing.T) {
+	bin := buildWriter(t)
+	srv := redistest.Start(t)
+	for _, tt := range []struct {
+		identity string
+		env      []string
+	}{
+		{"session", []string{"SESSIONS=true"}},
+		{"header", []string{"TRUST_USER_HEADER=true"}},
+	} {
+		t.Run(tt.identity, func(t *testing.T) {
+			writer := startWriter(t, bin, srv.Addr, tt.env...)
+			var opts []Option
+			if tt.identity == "session" {
+				if status, _, err := clienttest.TryLike(writer, "probe", "mallory"); err != nil || status != http.StatusUnauthorized {
+					t.Fatalf("a like naming X-User-ID: %d, %v; want 401 from a writer that trusts no header", status, err)
+				}
+				opts = append(opts, WithSessions(follow(t, srv.Client(t))))
+			}
+			posts := []string{tt.identity + "-0", tt.identity + "-1"}
+			l := New(writer, posts, "lg-"+tt.identity+"-u", 8, 5*time.Second, append(opts, WithPipeline(2))...)
+			defer l.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			l.Closed(ctx, 16)
+			acked, errs, _ := l.Recorder().Totals()
+			if acked < 10 || errs != 0 {
+				t.Fatalf("acked %d, errors %d (last %q); want many acked and none failed", acked, errs, l.Recorder().LastError())
+			}
+			var counted int64
+			for _, p := range posts {
+				counted += clienttest.CountOf(t, writer, p)
+			}
+			if counted != acked {
+				t.Errorf("writer counted %d likes; loadgen acked %d", counted, acked)
+			}
+		})
+	}
+}
+
+// follow signs with the deployment's current session key, as loadgen ramp does.
+func follow(t *testing.T, rdb *redis.Client) *sessiontoken.Follower {
+	t.Helper()
+	ring := sessiontoken.NewKeyring(rdb, rediskeys.New("likes:"), sessiontoken.KeyringOptions{
+		Rotate: sessiontoken.DefaultKeyRotate, Life: sessiontoken.DefaultTTL + sessiontoken.DefaultRefreshGrace,
+	}, zap.NewNop())
+	t.Cleanup(ring.Close)
+	f, err := sessiontoken.Follow(context.Background(), ring, sessiontoken.FollowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// buildWriter builds writer-svc for the test.
+func buildWriter(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "writer-svc")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/likes/likes/writer-svc").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build writer-svc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startWriter runs the writer at bin on redisAddr with env (KEY=VALUE) and returns its URL once it
+// is ready; it is stopped when the test ends. Nothing about identity is inherited from the test's
+// own environment: the test says which mode it runs.
+func startWriter(t *testing.T, bin, redisAddr string, env ...string) string {
+	t.Helper()
+	addr := freeport.Addr(t)
+	cmd := exec.Command(bin)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TRUST_USER_HEADER=") && !strings.HasPrefix(kv, "SESSIONS=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, append([]string{"LISTEN_ADDR=" + addr, "REDIS_URL=redis://" + redisAddr + "/0", "LOG_LEVEL=warn"}, env...)...)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { // exits with the process
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("writer-svc logs:\n%s", logs.String())
+		}
+	})
+	url := "http://" + addr
+	poll.Until(t, 15*time.Second, "writer-svc answers /readyz", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("writer-svc exited at start:\n%s", logs.String())
+		default:
+		}
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return url
+}
