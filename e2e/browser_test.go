@@ -136,13 +136,13 @@ func TestBrowserPage(t *testing.T) {
 }
 
 // TestBrowserPageWithToken checks the page's bearer-token path against a writer that requires
-// JWTs: without a token the like shows at once, is refused with 401, and the page says so and
+// JWTs (and serves no sessions): without a token the like shows at once, is refused with 401, and the page says so and
 // takes the heart and the count back; with a pasted token the like is stored as the token's
 // subject.
 func TestBrowserPageWithToken(t *testing.T) {
 	const secret = "e2e-browser-secret-at-least-32-bytes"
 	browser := browsertest.Start(t)
-	stack := startPageStack(t, "7", []string{"AUTH_JWT_SECRET=" + secret}, nil)
+	stack := startPageStack(t, "7", []string{"TRUST_USER_HEADER=false", "SESSIONS=false", "AUTH_JWT_SECRET=" + secret}, nil)
 	writer, fanout := stack.writer, stack.fanout
 	erin := openPage(t, browser, "erin", fanout.URL, 960, 640)
 	erin.waitState("live")
@@ -182,7 +182,16 @@ func TestBrowserPageWithToken(t *testing.T) {
 // signToken returns an HS256 JWT for user that expires in an hour.
 func signToken(t *testing.T, secret, user string) string {
 	t.Helper()
+	return signTokenFor(t, secret, user, "")
+}
+
+// signTokenFor is signToken with an aud claim (none when aud is empty).
+func signTokenFor(t *testing.T, secret, user, aud string) string {
+	t.Helper()
 	claims := jwt.MapClaims{"sub": user, "exp": time.Now().Add(time.Hour).Unix()}
+	if aud != "" {
+		claims["aud"] = aud
+	}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
 	if err != nil {
 		t.Fatalf("sign token: %v", err)

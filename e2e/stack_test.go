@@ -83,9 +83,11 @@ type Proc struct {
 
 // StartWriter starts writer-svc against redisURL; env entries (KEY=VALUE) are added, and win.
 // It trusts X-User-ID (TRUST_USER_HEADER=true), since most tests name their users: a test of the
-// default identity mode passes TRUST_USER_HEADER=false and takes sessions.
+// default identity mode passes TRUST_USER_HEADER=false and takes sessions. Every test's client is
+// one loopback address, so the per-address like limit is off (LIKE_ADDR_RATE=off) unless a test
+// sets it.
 func StartWriter(t testing.TB, redisURL string, env ...string) *Proc {
-	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true"}, env...)...)
+	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true", "LIKE_ADDR_RATE=off"}, env...)...)
 }
 
 // StartFanout starts fanout-svc against redisURL; env entries (KEY=VALUE) are added.

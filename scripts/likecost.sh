@@ -31,6 +31,7 @@ set -euo pipefail
 # measure the engine, and a session token's check would add its own cost to every like. A
 # deployment's default (sessions, no trusted header) is measured by the tests, not here.
 export TRUST_USER_HEADER=${TRUST_USER_HEADER:-true}
+export LIKE_ADDR_RATE=${LIKE_ADDR_RATE:-off} # every like comes from one address here
 export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
 
 cd "$(dirname "$0")/.."

@@ -170,11 +170,14 @@ Watch post 42 on both fanout nodes (one terminal each), then like it from a thir
   curl -N $F2/sse/42
 Several posts on one stream:
   curl -N '$F1/sse?posts=42,43,44'
+A like needs a session (a signed token for a new anonymous user); take one per user:
+  A=\$(curl -s -X POST $W/session | sed -E 's/.*"token":"([^"]+)".*/\\1/')
+  B=\$(curl -s -X POST $W/session | sed -E 's/.*"token":"([^"]+)".*/\\1/')
 Like, like again (no change: "liked":false), another user, unlike, count:
-  curl -X POST   -H 'X-User-ID: alice' $W/like/42
-  curl -X POST   -H 'X-User-ID: alice' $W/like/42
-  curl -X POST   -H 'X-User-ID: bob'   $W/like/43
-  curl -X DELETE -H 'X-User-ID: alice' $W/like/42
+  curl -X POST   -H "Authorization: Bearer \$A" $W/like/42
+  curl -X POST   -H "Authorization: Bearer \$A" $W/like/42
+  curl -X POST   -H "Authorization: Bearer \$B" $W/like/43
+  curl -X DELETE -H "Authorization: Bearer \$A" $W/like/42
   curl $W/count/42
 
 Ctrl-C stops everything started here.

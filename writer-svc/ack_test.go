@@ -19,7 +19,7 @@ func TestAckReplicasWaitsForAReplica(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	primary := redistest.Start(t)
 	replica := redistest.StartReplica(t, primary)
-	w := startWriter(t, primary, "--redis-ack-replicas", "1", "--request-timeout", timeout.String())
+	w := startWriter(t, primary, trustHeader, "--redis-ack-replicas", "1", "--request-timeout", timeout.String())
 	ctx := context.Background()
 
 	wantLike(t, w.like(t, "p", "alice"), "p", 1, true)

@@ -20,7 +20,7 @@ import (
 )
 
 func TestLikeAPI(t *testing.T) {
-	w := startWriter(t, nil)
+	w := startWriter(t, nil, trustHeader)
 	wantLike(t, w.like(t, "42", "alice"), "42", 1, true)
 	wantLike(t, w.like(t, "42", "alice"), "42", 1, false)
 	wantLike(t, w.like(t, "42", "bob"), "42", 2, true)
@@ -52,7 +52,7 @@ func TestLikeAPI(t *testing.T) {
 // (each request's own place in the order Redis applied them), and the updates published (one
 // per batch of likes) rise to 200 with increasing versions.
 func TestConcurrentUsersCountExactlyOnce(t *testing.T) {
-	w := startWriter(t, nil)
+	w := startWriter(t, nil, trustHeader)
 	ps := w.RDB.Subscribe(context.Background(), keys.Channel("hot"))
 	t.Cleanup(func() { _ = ps.Close() })
 	if _, err := ps.Receive(context.Background()); err != nil {
@@ -117,7 +117,7 @@ func TestConcurrentUsersCountExactlyOnce(t *testing.T) {
 // TestBadInputChangesNothing: every malformed request gets its 4xx (JSON where our code answers)
 // and Redis stays empty.
 func TestBadInputChangesNothing(t *testing.T) {
-	w := startWriter(t, nil)
+	w := startWriter(t, nil, trustHeader)
 	tests := []struct {
 		name    string
 		method  string
@@ -157,14 +157,14 @@ func TestBadInputChangesNothing(t *testing.T) {
 			}
 		})
 	}
-	if n := w.dbSize(t); n != 0 {
+	if n := w.dataKeys(t); n != 0 {
 		t.Errorf("Redis holds %d keys after bad requests; want 0", n)
 	}
 }
 
 func TestCORS(t *testing.T) {
 	const origin = "https://app.example"
-	w := startWriter(t, nil, "--cors-origins", origin+",https://other.example")
+	w := startWriter(t, nil, trustHeader, "--cors-origins", origin+",https://other.example")
 	preflight := func(from string) reply {
 		return w.do(t, http.MethodOptions, "/like/42", "Origin: "+from,
 			"Access-Control-Request-Method: POST", "Access-Control-Request-Headers: x-user-id, authorization, content-type")
@@ -185,14 +185,14 @@ func TestCORS(t *testing.T) {
 		t.Errorf("actual request: %d %v; want 200 with CORS headers exposing Retry-After", got.Status, got.Header)
 	}
 
-	plain := startWriter(t, nil)
+	plain := startWriter(t, nil, trustHeader)
 	if got := plain.do(t, http.MethodOptions, "/like/42", "Origin: "+origin, "Access-Control-Request-Method: POST"); got.Header.Get("Access-Control-Allow-Origin") != "" || got.Status != 405 {
 		t.Errorf("without CORS_ORIGINS: %d %v; want 405 and no CORS headers", got.Status, got.Header)
 	}
 }
 
 func TestMetrics(t *testing.T) {
-	w := startWriter(t, nil)
+	w := startWriter(t, nil, trustHeader)
 	w.like(t, "m", "a")
 	w.like(t, "m", "a")
 	w.do(t, http.MethodDelete, "/like/m", "X-User-ID: a")
@@ -241,7 +241,7 @@ func TestPanicRecovered(t *testing.T) {
 // after READ_HEADER_TIMEOUT instead of holding a connection forever.
 func TestSlowHeadersCutOff(t *testing.T) {
 	const headerTimeout = 300 * time.Millisecond
-	w := startWriter(t, nil, "--read-header-timeout", headerTimeout.String())
+	w := startWriter(t, nil, trustHeader, "--read-header-timeout", headerTimeout.String())
 	conn, err := net.Dial("tcp", strings.TrimPrefix(w.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestSlowHeadersCutOff(t *testing.T) {
 	if took := time.Since(start); err != nil || took > headerTimeout+2*time.Second {
 		t.Errorf("server closed after %s (read error %v); want about %s", took, err, headerTimeout)
 	}
-	if n := w.dbSize(t); n != 0 {
+	if n := w.dataKeys(t); n != 0 {
 		t.Errorf("a request with unfinished headers wrote %d keys", n)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -59,7 +60,6 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		limiter = ratelimit.New(rdb, keys, cfg.LikeRate)
 		limit = limiter
 	}
-	warmUp(ctx, a.store, limiter, a.sessions, log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
@@ -71,10 +71,17 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		a.close()
 		return nil, err
 	}
-	likes := like.NewHandler(like.Options{
+	o := like.Options{
 		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit,
-		Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
-	})
+		Clients: clientip.Resolver{Trusted: cfg.TrustedProxies}, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
+	}
+	var addrLimiter *ratelimit.Limiter
+	if !cfg.LikeAddrRate.Off() {
+		addrLimiter = ratelimit.NewNamed(rdb, keys.LikeAddrRate, cfg.LikeAddrRate)
+		o.AddrLimit = addrLimiter
+	}
+	likes := like.NewHandler(o)
+	warmUp(ctx, a.store, cmp.Or(limiter, addrLimiter), a.sessions, log) // both run one script
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins,
 		reads:    like.NewReader(rdb, keys, cfg.MaxReadPosts),
@@ -134,17 +141,21 @@ func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, 
 	}
 }
 
-// newIdentifier returns the configured way to tell who a request acts for: the site's JWTs when
-// configured, else the X-User-ID header, and session tokens besides when sessions is not nil.
+// newIdentifier returns the configured way to tell who a request acts for (auth.Chain's modes):
+// the site's JWTs when configured, else X-User-ID when trusted, else session tokens only; session
+// tokens are accepted besides in every mode when sessions is not nil. The single-verifier cases
+// skip the chain. loadConfig has already refused the contradictory and the empty configurations.
 func newIdentifier(ctx context.Context, cfg AuthConfig, sessions *session.Issuer, log *zap.Logger) (auth.Identifier, error) {
-	var chain auth.Chain
+	chain := auth.Chain{TrustHeader: cfg.TrustUserHeader}
 	if sessions != nil {
 		chain.Sessions = sessions
 	}
 	if !cfg.Enabled() {
-		log.Warn("no token auth configured: trusting the X-User-ID header; expose only behind a gateway that sets it")
-		if sessions == nil {
-			return auth.Header{}, nil
+		if cfg.TrustUserHeader {
+			log.Warn("TRUST_USER_HEADER: trusting the X-User-ID header; expose only behind a gateway that sets it")
+			if sessions == nil {
+				return auth.Header{}, nil
+			}
 		}
 		return chain, nil
 	}

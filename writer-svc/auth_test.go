@@ -22,7 +22,17 @@ const testSecret = "an-hs256-secret-of-at-least-32-bytes"
 
 func token(t *testing.T, method jwt.SigningMethod, key any, sub string, exp time.Duration, kid string) string {
 	t.Helper()
-	tok := jwt.NewWithClaims(method, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(time.Now().Add(exp))})
+	return tokenFor(t, method, key, sub, "", exp, kid)
+}
+
+// tokenFor is token with an aud claim (none when aud is empty).
+func tokenFor(t *testing.T, method jwt.SigningMethod, key any, sub, aud string, exp time.Duration, kid string) string {
+	t.Helper()
+	claims := jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(time.Now().Add(exp))}
+	if aud != "" {
+		claims.Audience = jwt.ClaimStrings{aud}
+	}
+	tok := jwt.NewWithClaims(method, claims)
 	if kid != "" {
 		tok.Header["kid"] = kid
 	}
@@ -95,13 +105,22 @@ func TestJWKSAuth(t *testing.T) {
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(set) }))
 	defer idp.Close()
 
-	w := startWriter(t, nil, "--auth-jwks-url", idp.URL)
-	wantLike(t, w.do(t, "POST", "/like/7", "Authorization: Bearer "+token(t, jwt.SigningMethodES256, key, "alice", time.Hour, "k1")), "7", 1, true)
-	if got := w.do(t, "POST", "/like/7", "Authorization: Bearer "+token(t, jwt.SigningMethodES256, other, "mallory", time.Hour, "k1")); got.Status != 401 {
-		t.Errorf("token signed by another key: %d %s; want 401", got.Status, got.Raw)
+	// A JWKS needs an audience: the identity provider's keys sign tokens for other APIs too.
+	w := startWriter(t, nil, "--auth-jwks-url", idp.URL, "--auth-jwt-audience", "likes-api")
+	wantLike(t, w.do(t, "POST", "/like/7", "Authorization: Bearer "+tokenFor(t, jwt.SigningMethodES256, key, "alice", "likes-api", time.Hour, "k1")), "7", 1, true)
+	for name, raw := range map[string]string{
+		"signed by another key":       tokenFor(t, jwt.SigningMethodES256, other, "mallory", "likes-api", time.Hour, "k1"),
+		"HS256 with only a JWKS":      tokenFor(t, jwt.SigningMethodHS256, []byte(testSecret), "mallory", "likes-api", time.Hour, "k1"),
+		"issued for another API":      tokenFor(t, jwt.SigningMethodES256, key, "mallory", "billing-api", time.Hour, "k1"),
+		"without an audience":         token(t, jwt.SigningMethodES256, key, "mallory", time.Hour, "k1"),
+		"with the sessions' audience": tokenFor(t, jwt.SigningMethodES256, key, "mallory", "likes-session", time.Hour, "k1"),
+	} {
+		if got := w.do(t, "POST", "/like/7", "Authorization: Bearer "+raw); got.Status != 401 {
+			t.Errorf("token %s: %d %s; want 401", name, got.Status, got.Raw)
+		}
 	}
-	if got := w.do(t, "POST", "/like/7", "Authorization: Bearer "+token(t, jwt.SigningMethodHS256, []byte(testSecret), "mallory", time.Hour, "k1")); got.Status != 401 {
-		t.Errorf("HS256 token with only a JWKS configured: %d %s; want 401", got.Status, got.Raw)
+	if n := w.count(t, "7"); n != 1 {
+		t.Errorf("post 7 counts %d after refused tokens; want 1", n)
 	}
 }
 
@@ -109,8 +128,8 @@ func TestJWKSAuth(t *testing.T) {
 // Retry-After on any replica (the counter is in Redis), and changes nothing.
 func TestLikeRateLimit(t *testing.T) {
 	srv := redistest.Start(t)
-	a := startWriter(t, srv, "--like-rate", "1/3s")
-	b := startWriter(t, srv, "--like-rate", "1/3s")
+	a := startWriter(t, srv, trustHeader, "--like-rate", "1/3s")
+	b := startWriter(t, srv, trustHeader, "--like-rate", "1/3s")
 	wantLike(t, a.like(t, "p1", "alice"), "p1", 1, true)
 	for name, w := range map[string]*testWriter{"same replica": a, "other replica": b} {
 		got := w.like(t, "p2", "alice")
@@ -129,5 +148,43 @@ func TestLikeRateLimit(t *testing.T) {
 	}
 	if ttl := a.RDB.PTTL(context.Background(), "likes:rate:alice").Val(); ttl <= 0 || ttl > 3*time.Second {
 		t.Errorf("rate key ttl %v; want within (0, 3s]", ttl)
+	}
+}
+
+// TestLikeAddrRateLimit: LIKE_ADDR_RATE holds all the users behind one client address to one
+// budget on every replica (fresh users from one address cannot outlike it), tells the address
+// from X-Forwarded-For only when a trusted proxy sends it, and refuses with 429 and Retry-After
+// without changing anything.
+func TestLikeAddrRateLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	flags := []string{trustHeader, "--like-addr-rate", "3/1m burst 3", "--trusted-proxies", "127.0.0.1/32"}
+	a, b := startWriter(t, srv, flags...), startWriter(t, srv, flags...)
+	from := func(w *testWriter, user, addr string) reply {
+		return w.do(t, http.MethodPost, "/like/farm", "X-User-ID: "+user, "X-Forwarded-For: "+addr)
+	}
+	for i, w := range []*testWriter{a, b, a} {
+		wantLike(t, from(w, "fresh-"+strconv.Itoa(i), "203.0.113.7"), "farm", i+1, true)
+	}
+	for name, w := range map[string]*testWriter{"same replica": a, "other replica": b} {
+		got := from(w, "fresh-"+strings.ReplaceAll(name, " ", "-"), "203.0.113.7")
+		retry, _ := strconv.Atoi(got.Header.Get("Retry-After"))
+		if got.Status != http.StatusTooManyRequests || retry < 1 || retry > 20 || !strings.Contains(got.Raw, "from this address") {
+			t.Errorf("%s: a fourth user from one address: %d Retry-After %q %s; want 429 naming the address with Retry-After 1-20",
+				name, got.Status, got.Header.Get("Retry-After"), got.Raw)
+		}
+	}
+	if n := a.count(t, "farm"); n != 3 || a.dedupKeys(t, "farm") != 3 {
+		t.Errorf("refused likes changed post farm: count %d; want 3", n)
+	}
+	wantLike(t, from(b, "neighbour", "203.0.113.8"), "farm", 4, true) // another address has its own budget
+	if ttl := a.RDB.PTTL(context.Background(), keys.LikeAddrRate("203.0.113.7")).Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("address rate key ttl %v; want within (0, 1m]", ttl)
+	}
+
+	// Without a trusted proxy the header is the client's own claim: the peer address counts.
+	direct := startWriter(t, srv, trustHeader, "--like-addr-rate", "1/1m")
+	wantLike(t, direct.do(t, http.MethodPost, "/like/d", "X-User-ID: u1", "X-Forwarded-For: 198.51.100.1"), "d", 1, true)
+	if got := direct.do(t, http.MethodPost, "/like/d", "X-User-ID: u2", "X-Forwarded-For: 198.51.100.2"); got.Status != http.StatusTooManyRequests {
+		t.Errorf("a second user from the same peer with a made-up X-Forwarded-For: %d %s; want 429", got.Status, got.Raw)
 	}
 }

@@ -38,15 +38,17 @@ var backends = []struct {
 	{"cluster", clusterBackend},
 }
 
+// The backends' writers trust X-User-ID: their tests name many users without taking sessions.
+
 func singleBackend(t *testing.T, _ string, redisArgs []string, flags ...string) *backend {
 	srv := redistest.Start(t, redisArgs...)
-	w := startWriter(t, srv, flags...)
+	w := startWriter(t, srv, append([]string{trustHeader}, flags...)...)
 	return &backend{writer: w, kill: srv.Kill, restart: srv.Restart}
 }
 
 func clusterBackend(t *testing.T, post string, redisArgs []string, flags ...string) *backend {
 	c := redistest.StartCluster(t, 3, redisArgs...)
-	w := serveWriter(t, append([]string{"--redis-cluster-addrs", c.AddrList()}, flags...)...)
+	w := serveWriter(t, append([]string{"--redis-cluster-addrs", c.AddrList(), trustHeader}, flags...)...)
 	w.Redis = c.NodeFor(keys.Count(post))
 	w.RDB = w.Redis.Client(t)
 	i := c.Index(w.Redis)

@@ -29,6 +29,7 @@ type Config struct {
 	AckReplicas    int
 	CORSOrigins    []string
 	LikeRate       ratelimit.Rate
+	LikeAddrRate   ratelimit.Rate // likes per client address, all its users together
 	Auth           AuthConfig
 	Session        SessionConfig
 	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
@@ -36,25 +37,52 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 }
 
-// SessionConfig configures the writer's anonymous sessions (POST /session). Off for now: the
-// public Ingress does not route /session yet, and X-User-ID stays trusted by default.
+// SessionConfig configures the writer's anonymous sessions (POST /session). On by default: with
+// neither the site's JWTs nor TRUST_USER_HEADER, session tokens are the only way a like names its
+// user, so turning them off there leaves the writer unable to identify anyone and it refuses to
+// start.
 type SessionConfig struct {
 	Enabled bool
 	session.Options
 	Rate ratelimit.Rate // sessions issued per client address
 }
 
-// AuthConfig selects how users are identified; all empty means "trust X-User-ID".
+// AuthConfig selects how users are identified besides session tokens: the site's JWTs (a secret
+// or a JWKS), or the X-User-ID header a gateway sets (TrustUserHeader). At most one of the two;
+// with neither, only session tokens identify a user. Trusting the header is opt-in because a
+// writer reachable by clients would otherwise let anyone like in any user's name.
 type AuthConfig struct {
-	JWTSecret   string
-	JWKSURL     string
-	JWKSRefresh time.Duration
-	Audience    string
-	Issuer      string
+	JWTSecret       string
+	JWKSURL         string
+	JWKSRefresh     time.Duration
+	Audience        string
+	Issuer          string
+	TrustUserHeader bool
 }
 
-// Enabled reports whether bearer tokens are required.
+// Enabled reports whether the site's JWTs are configured (a bearer token is then required).
 func (a AuthConfig) Enabled() bool { return a.JWTSecret != "" || a.JWKSURL != "" }
+
+// Mode names the identity mode for the start log: "site-jwt", "trusted-header" or "sessions".
+func (a AuthConfig) Mode() string {
+	switch {
+	case a.Enabled():
+		return "site-jwt"
+	case a.TrustUserHeader:
+		return "trusted-header"
+	default:
+		return "sessions"
+	}
+}
+
+// The per-address defaults are sized for a real site, where an office or a mobile carrier puts
+// many people behind one address: 30 new sessions a minute with a burst of 60 (a crowd arriving
+// at once), and 100 likes a second with a burst of 2,000 for all the users behind one address.
+// A farm of fresh sessions from one address is held to the first; the second bounds its writes.
+const (
+	defaultSessionRate  = "30/1m burst 60"
+	defaultLikeAddrRate = "6000/1m burst 2000"
+)
 
 // minSecretLen is the HS256 key size RFC 7518 §3.2 requires (the hash output, 256 bits).
 const minSecretLen = 32
@@ -68,13 +96,21 @@ const usageHeader = `Usage: writer-svc [flags]
 writer-svc records likes in Redis and publishes the post's new count to its channel.
 Every flag can also be set by the environment variable named after it; a flag wins.
 
-API: POST and DELETE /like/{postID} (user in X-User-ID, or a bearer JWT when auth is on),
-GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
-GET /counts?posts=a,b,c, /healthz, /readyz, /metrics; with --sessions, POST /session (a token
-for a new anonymous user) and POST /session/refresh (a new token for the bearer's user).
+API: POST and DELETE /like/{postID} (the user named by a bearer token, or by X-User-ID when
+trusted), GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
+GET /counts?posts=a,b,c, /healthz, /readyz, /metrics; with sessions on (the default),
+POST /session (a token for a new anonymous user) and POST /session/refresh (a new token for the
+bearer's user).
 
-Without AUTH_JWT_SECRET or AUTH_JWKS_URL the X-User-ID header is trusted: run the writer only
-behind a gateway that authenticates users and sets that header, never exposed directly.
+Identity modes, chosen at start (a request without an accepted identity gets 401):
+  sessions (default)  only session tokens from POST /session; X-User-ID is ignored.
+  site JWTs           AUTH_JWT_SECRET or AUTH_JWKS_URL: a bearer JWT is required and the user is
+                      its sub claim; session tokens too while sessions are on. With a JWKS,
+                      AUTH_JWT_AUDIENCE is required and AUTH_JWT_ISSUER is recommended.
+  trusted header      TRUST_USER_HEADER=true: X-User-ID names the user (session tokens too while
+                      sessions are on). Only behind a gateway that authenticates users, sets that
+                      header and strips the client's copy; never exposed directly.
+TRUST_USER_HEADER with site JWTs, or SESSIONS=false with neither, refuses to start.
 
 Flags:
 `
@@ -83,7 +119,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate, sessionRate, sessionSecret string
+	var likeRate, likeAddrRate, sessionRate, sessionSecret string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -101,20 +137,22 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", like.MaxBatch))
 	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
-	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration such as "1/3s" (empty: off)`)
+	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
+	set.String(&likeAddrRate, "like-addr-rate", "LIKE_ADDR_RATE", defaultLikeAddrRate, `likes per client address (an IPv6 /64 counts as one), all its users together, shared by all replicas; sized for a carrier or office NAT; a load test from one address turns it off ("off")`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
 	set.String(&c.Auth.JWKSURL, "auth-jwks-url", "AUTH_JWKS_URL", "", "JWKS URL of the identity provider; when set, a bearer JWT (RS/PS/ES/EdDSA) is required and the user is its sub claim")
 	set.Duration(&c.Auth.JWKSRefresh, "auth-jwks-refresh", "AUTH_JWKS_REFRESH", 15*time.Minute, "how often the JWKS is refetched (an unknown key id also refetches, at most every 10s)")
-	set.String(&c.Auth.Audience, "auth-jwt-audience", "AUTH_JWT_AUDIENCE", "", "required aud claim of tokens (empty: not checked)")
-	set.String(&c.Auth.Issuer, "auth-jwt-issuer", "AUTH_JWT_ISSUER", "", "required iss claim of tokens (empty: not checked)")
+	set.String(&c.Auth.Audience, "auth-jwt-audience", "AUTH_JWT_AUDIENCE", "", "required aud claim of the site's tokens; required with AUTH_JWKS_URL (empty: not checked, allowed only with AUTH_JWT_SECRET)")
+	set.String(&c.Auth.Issuer, "auth-jwt-issuer", "AUTH_JWT_ISSUER", "", "required iss claim of the site's tokens, recommended with AUTH_JWKS_URL (empty: not checked)")
+	set.Bool(&c.Auth.TrustUserHeader, "trust-user-header", "TRUST_USER_HEADER", false, "believe the X-User-ID header as the user; only behind a gateway that authenticates users, sets it and strips the client's copy (not with AUTH_JWT_SECRET/AUTH_JWKS_URL)")
 	d := session.DefaultOptions()
-	set.Bool(&c.Session.Enabled, "sessions", "SESSIONS", false, "serve POST /session and /session/refresh and accept their tokens (Authorization: Bearer) for likes, besides X-User-ID or the site's JWTs")
+	set.Bool(&c.Session.Enabled, "sessions", "SESSIONS", true, "serve POST /session and /session/refresh and accept their tokens (Authorization: Bearer) for likes, besides the site's JWTs or a trusted X-User-ID; false needs one of those")
 	set.Duration(&c.Session.TTL, "session-ttl", "SESSION_TTL", d.TTL, "lifetime of a session token")
 	set.Duration(&c.Session.RefreshGrace, "session-refresh-grace", "SESSION_REFRESH_GRACE", d.RefreshGrace, "how long after it expires a session token may still be refreshed")
 	set.Duration(&c.Session.MaxAge, "session-max-age", "SESSION_MAX_AGE", d.MaxAge, "refreshes stop this long after the session began; the client then starts a new one")
 	set.Duration(&c.Session.KeyRotate, "session-key-rotate", "SESSION_KEY_ROTATE", d.KeyRotate, "a new signing key (kept in Redis, shared by all replicas) takes over this often; old ones verify until their tokens can no longer be refreshed")
 	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis")
-	set.String(&sessionRate, "session-rate", "SESSION_RATE", "20/1m", `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration; empty: off`)
+	set.String(&sessionRate, "session-rate", "SESSION_RATE", defaultSessionRate, `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration with an optional burst; "off": none`)
 	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-address limits")
 	if len(args) > 0 {
 		args = args[1:]
@@ -127,6 +165,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		return Config{}, fmt.Errorf("like rate: %w", err)
 	}
 	c.LikeRate = rate
+	if c.LikeAddrRate, err = ratelimit.ParseRate(likeAddrRate); err != nil {
+		return Config{}, fmt.Errorf("like addr rate: %w", err)
+	}
 	if c.Session.Rate, err = ratelimit.ParseRate(sessionRate); err != nil {
 		return Config{}, fmt.Errorf("session rate: %w", err)
 	}
@@ -161,6 +202,9 @@ func (c Config) validate() error {
 	case c.Auth.JWKSURL != "" && c.Auth.JWKSRefresh <= 0:
 		return errors.New("jwks refresh interval must be positive")
 	}
+	if err := c.validateIdentity(); err != nil {
+		return err
+	}
 	if c.Session.Enabled {
 		if err := c.Session.Validate(); err != nil {
 			return err
@@ -171,6 +215,25 @@ func (c Config) validate() error {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return fmt.Errorf("auth jwks url %q must be an absolute http(s) URL", c.Auth.JWKSURL)
 		}
+	}
+	return nil
+}
+
+// validateIdentity refuses the identity settings that leave who is liking ambiguous or open.
+func (c Config) validateIdentity() error {
+	switch {
+	case c.Auth.TrustUserHeader && c.Auth.Enabled():
+		// A gateway mode and a token mode at once: which one names the user would be a guess.
+		return errors.New("TRUST_USER_HEADER and AUTH_JWT_SECRET/AUTH_JWKS_URL are both set: choose one " +
+			"(trust the gateway's X-User-ID, or require the site's JWTs)")
+	case !c.Auth.TrustUserHeader && !c.Auth.Enabled() && !c.Session.Enabled:
+		return errors.New("SESSIONS=false with neither AUTH_JWT_SECRET/AUTH_JWKS_URL nor TRUST_USER_HEADER: " +
+			"no way to identify anyone; keep sessions on, configure the site's JWTs, or trust a gateway's X-User-ID")
+	case c.Auth.JWKSURL != "" && c.Auth.Audience == "":
+		// A shared identity provider signs tokens for many APIs with the same keys; without an
+		// audience check one issued for another API would like here.
+		return errors.New("AUTH_JWKS_URL needs AUTH_JWT_AUDIENCE: a token the identity provider issued for another API " +
+			"must not be accepted (set AUTH_JWT_ISSUER too)")
 	}
 	return nil
 }

@@ -9,10 +9,13 @@
 // BATCH_WINDOW): one script call and one publish for many likes of a viral post, while a like of a
 // quiet post goes at once.
 //
-// Identity: without AUTH_JWT_SECRET or AUTH_JWKS_URL the writer trusts the X-User-ID header, so it
+// Identity, one mode chosen at start: by default only the writer's own session tokens
+// (POST /session) name a user, so a writer anyone can reach still lets nobody like in another
+// user's name. With AUTH_JWT_SECRET or AUTH_JWKS_URL it requires a bearer JWT and takes the user
+// from the token's `sub` claim. With TRUST_USER_HEADER it believes the X-User-ID header, so it
 // must sit behind a gateway that authenticates users and sets that header, and must never be
-// exposed directly: anyone who can reach it could like in any user's name. With either setting it
-// requires a bearer JWT and takes the user from the token's `sub` claim.
+// exposed directly. Session tokens are accepted besides in the other two modes while sessions are
+// on; contradictory or empty settings refuse to start.
 //
 // Run `writer-svc --help` for every flag and its environment variable.
 package main

@@ -21,7 +21,7 @@ import (
 // empties the script cache) likes work again.
 func TestRedisDownAnswers503(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	w := startWriter(t, nil, "--request-timeout", timeout.String(), "--redis-timeout", timeout.String())
+	w := startWriter(t, nil, trustHeader, "--request-timeout", timeout.String(), "--redis-timeout", timeout.String())
 	wantLike(t, w.like(t, "p", "before"), "p", 1, true)
 	w.Redis.Kill()
 
@@ -63,7 +63,7 @@ func TestRedisDownAnswers503(t *testing.T) {
 func TestRetryAfterTimeoutNeverDoubleCounts(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	srv := redistest.Start(t, "--enable-debug-command", "yes")
-	w := startWriter(t, srv, "--request-timeout", timeout.String(), "--redis-timeout", timeout.String())
+	w := startWriter(t, srv, trustHeader, "--request-timeout", timeout.String(), "--redis-timeout", timeout.String())
 
 	slept := make(chan error, 1)
 	go func() { // exits when DEBUG SLEEP returns
@@ -122,7 +122,7 @@ func TestRetryAfterTimeoutNeverDoubleCounts(t *testing.T) {
 // answered 200 "liked":true survived, none counted twice, and each count equals its dedup keys.
 func TestNoAcknowledgedLikeLostOnCrash(t *testing.T) {
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
-	w := startWriter(t, srv, "--request-timeout", "1s", "--redis-timeout", "1s")
+	w := startWriter(t, srv, trustHeader, "--request-timeout", "1s", "--redis-timeout", "1s")
 	posts := []string{"d0", "d1", "d2", "d3"}
 	const workers, killAfter = 32, 400
 

@@ -22,6 +22,10 @@ import (
 
 var keys = rediskeys.New("likes:")
 
+// trustHeader is the flag a test passes when it names its users in X-User-ID: without it (the
+// default, sessions only) the writer ignores that header.
+const trustHeader = "--trust-user-header"
+
 // testWriter is a writer built exactly as run builds it (config parsing, newApp, serve.NewServer
 // with its timeouts and limits), served on a loopback port.
 type testWriter struct {
@@ -60,7 +64,9 @@ func serveWriter(t *testing.T, flags ...string) *testWriter {
 // parsing, newApp), and closes it when the test ends.
 func buildWriter(t *testing.T, flags ...string) (*app, Config, *zap.Logger) {
 	t.Helper()
-	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0"}, flags...)
+	// Every test's client is one loopback address: the per-address like limit is off unless a
+	// test sets it.
+	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0", "--like-addr-rate", "off"}, flags...)
 	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -139,10 +145,19 @@ func (w *testWriter) dedupKeys(t *testing.T, post string) int {
 	return n
 }
 
-func (w *testWriter) dbSize(t *testing.T) int64 {
+// dataKeys counts the keys in Redis besides the session signing keys, which a writer with
+// sessions on (the default) creates at start: what requests wrote.
+func (w *testWriter) dataKeys(t *testing.T) int64 {
 	t.Helper()
-	n, err := w.RDB.DBSize(context.Background()).Result()
-	if err != nil {
+	var n int64
+	sessionKeys := keys.SessionKey("")
+	iter := w.RDB.Scan(context.Background(), 0, "*", 1000).Iterator()
+	for iter.Next(context.Background()) {
+		if !strings.HasPrefix(iter.Val(), sessionKeys) {
+			n++
+		}
+	}
+	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -37,11 +37,11 @@ func wantRead(t *testing.T, got reply, want []readEntry) {
 }
 
 func TestReadLikesAndCounts(t *testing.T) {
-	w := startWriter(t, nil)
+	w := startWriter(t, nil, trustHeader)
 	wantLike(t, w.like(t, "42", "alice"), "42", 1, true)
 	wantLike(t, w.like(t, "42", "bob"), "42", 2, true)
 	wantLike(t, w.like(t, "43", "bob"), "43", 1, true)
-	keysBefore := w.dbSize(t)
+	keysBefore := w.dataKeys(t)
 
 	wantRead(t, w.do(t, http.MethodGet, "/likes?posts=42,43,never", "X-User-ID: alice"), []readEntry{
 		{"42", 2, true}, {"43", 1, false}, {"never", 0, false},
@@ -62,7 +62,7 @@ func TestReadLikesAndCounts(t *testing.T) {
 	if cc := got.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("GET /likes Cache-Control = %q; want no-store (the reply is one user's)", cc)
 	}
-	if n := w.dbSize(t); n != keysBefore {
+	if n := w.dataKeys(t); n != keysBefore {
 		t.Errorf("reads changed Redis: %d keys; want %d", n, keysBefore)
 	}
 }
@@ -70,7 +70,7 @@ func TestReadLikesAndCounts(t *testing.T) {
 // TestReadVersionMatchesStream: the ts of a read is the post's version, the ts its stream events
 // carry, so a client can tell which of the two is newer.
 func TestReadVersionMatchesStream(t *testing.T) {
-	w := startWriter(t, nil)
+	w := startWriter(t, nil, trustHeader)
 	w.like(t, "v", "alice")
 	ver, err := w.RDB.Get(t.Context(), keys.Version("v")).Int64()
 	if err != nil {
@@ -84,7 +84,7 @@ func TestReadVersionMatchesStream(t *testing.T) {
 }
 
 func TestReadBadInput(t *testing.T) {
-	w := startWriter(t, nil, "--max-read-posts", "5")
+	w := startWriter(t, nil, trustHeader, "--max-read-posts", "5")
 	five := "a,b,c,d,e"
 	tests := []struct {
 		name    string
@@ -122,7 +122,7 @@ func TestReadBadInput(t *testing.T) {
 	wantRead(t, w.do(t, http.MethodGet, "/likes?posts="+five, "X-User-ID: u"), []readEntry{
 		{"a", 0, false}, {"b", 0, false}, {"c", 0, false}, {"d", 0, false}, {"e", 0, false},
 	})
-	if n := w.dbSize(t); n != 0 {
+	if n := w.dataKeys(t); n != 0 {
 		t.Errorf("bad reads left %d keys in Redis; want 0", n)
 	}
 }
@@ -172,7 +172,7 @@ func TestReadWithTokenAuth(t *testing.T) {
 // timeout, never a 200 that would show zero likes.
 func TestReadRedisDown(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	w := startWriter(t, nil, "--request-timeout", timeout.String(), "--redis-timeout", timeout.String())
+	w := startWriter(t, nil, trustHeader, "--request-timeout", timeout.String(), "--redis-timeout", timeout.String())
 	w.Redis.Kill()
 	for _, path := range []string{"/likes?posts=1,2", "/counts?posts=1,2"} {
 		start := time.Now()
@@ -190,7 +190,7 @@ func TestReadRedisDown(t *testing.T) {
 // headers (a preflighted request) and GET /counts, and reads the reply.
 func TestReadFromBrowserOrigin(t *testing.T) {
 	const origin = "http://page.example:8090"
-	w := startWriter(t, nil, "--cors-origins", origin)
+	w := startWriter(t, nil, trustHeader, "--cors-origins", origin)
 	got := w.do(t, http.MethodOptions, "/likes?posts=1", "Origin: "+origin,
 		"Access-Control-Request-Method: GET", "Access-Control-Request-Headers: x-user-id, authorization")
 	h := strings.ToLower(got.Header.Get("Access-Control-Allow-Headers"))
@@ -210,7 +210,7 @@ func TestReadFromBrowserOrigin(t *testing.T) {
 // posts on every node.
 func TestReadOnCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
-	w := startWriter(t, c.Nodes[0], "--redis-cluster-addrs", c.AddrList())
+	w := startWriter(t, c.Nodes[0], trustHeader, "--redis-cluster-addrs", c.AddrList())
 	owners := map[string]bool{}
 	var posts []string
 	var want []readEntry

@@ -62,7 +62,12 @@ func TestRunServesAndStops(t *testing.T) {
 	base, done := startRun(t, ctx, map[string]string{"REDIS_URL": srv.URL, "LIKE_RATE": "5/1s"})
 	w := &testWriter{URL: base, Client: &http.Client{Timeout: 5 * time.Second}}
 	defer w.Client.CloseIdleConnections()
-	wantLike(t, w.like(t, "e2e", "alice"), "e2e", 1, true)
+	// The default identity mode: a session names the user, X-User-ID alone is refused.
+	if got := w.like(t, "e2e", "alice"); got.Status != http.StatusUnauthorized {
+		t.Errorf("a like naming its user in X-User-ID: %d %s; want 401", got.Status, got.Raw)
+	}
+	tok, _ := startSession(t, w)
+	wantLike(t, w.do(t, http.MethodPost, "/like/e2e", "Authorization: Bearer "+tok), "e2e", 1, true)
 	if got := w.do(t, "GET", "/readyz"); got.Status != 200 {
 		t.Errorf("/readyz: %d; want 200", got.Status)
 	}
@@ -86,7 +91,7 @@ func TestShutdownFinishesInFlightLike(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, done := startRun(t, ctx, map[string]string{"REDIS_URL": srv.URL, "REQUEST_TIMEOUT": "5s", "REDIS_TIMEOUT": "5s"})
+	base, done := startRun(t, ctx, map[string]string{"REDIS_URL": srv.URL, "REQUEST_TIMEOUT": "5s", "REDIS_TIMEOUT": "5s", "TRUST_USER_HEADER": "true"})
 	if _, err := srv.Do("CLIENT", "PAUSE", 5000, "WRITE"); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +168,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"short secret", nil, map[string]string{"AUTH_JWT_SECRET": "short"}, "32 bytes"},
 		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "request timeout"},
 		{"write timeout below request timeout", []string{"--write-timeout", "1s"}, nil, "write timeout"},
-		{"jwks url not http", nil, map[string]string{"AUTH_JWKS_URL": "ftp://idp/keys"}, "jwks url"},
+		{"jwks url not http", nil, map[string]string{"AUTH_JWKS_URL": "ftp://idp/keys", "AUTH_JWT_AUDIENCE": "likes"}, "jwks url"},
+		{"jwks without an audience", nil, map[string]string{"AUTH_JWKS_URL": "https://idp/keys"}, "AUTH_JWT_AUDIENCE"},
+		{"trusted header and site tokens", nil, map[string]string{"TRUST_USER_HEADER": "true", "AUTH_JWT_SECRET": strings.Repeat("s", 32)}, "choose one"},
+		{"no identity at all", nil, map[string]string{"SESSIONS": "false"}, "no way to identify"},
 		{"malformed env duration", nil, map[string]string{"REQUEST_TIMEOUT": "soon"}, "REQUEST_TIMEOUT"},
 		{"unknown flag", []string{"--nope"}, nil, "nope"},
 		{"zero batch size", nil, map[string]string{"BATCH_SIZE": "0"}, "batch size"},

@@ -14,7 +14,7 @@ import (
 // kill -9 of the primary stores them on the promoted replica, which has the likes from before.
 func TestWriterFindsPrimaryThroughSentinel(t *testing.T) {
 	s := redistest.StartSentinel(t, 1)
-	w := serveWriter(t, "--redis-url", "redis://127.0.0.1:1/0",
+	w := serveWriter(t, trustHeader, "--redis-url", "redis://127.0.0.1:1/0",
 		"--redis-sentinel-addrs", s.AddrList(), "--redis-sentinel-master", s.Master)
 	w.Redis = s.Primary()
 	w.RDB = w.Redis.Client(t)

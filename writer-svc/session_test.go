@@ -29,18 +29,29 @@ func startSession(t *testing.T, w *testWriter, headers ...string) (token, user s
 	return token, user
 }
 
-// TestSessionLike: a token from POST /session likes and reads as its user through the real
-// router, X-User-ID still works beside it (the default is not flipped yet), and a forged or
-// malformed session token is a 401 that writes nothing.
+// TestSessionLike: in the default mode (sessions only) a token from POST /session likes and
+// reads as its user through the real router, X-User-ID is never believed, and a forged,
+// malformed or foreign token is a 401 that writes nothing.
 func TestSessionLike(t *testing.T) {
-	w := startWriter(t, nil, "--sessions")
+	w := startWriter(t, nil)
 	tok, user := startSession(t, w)
 	wantLike(t, w.do(t, http.MethodPost, "/like/42", "Authorization: Bearer "+tok, "X-User-ID: mallory"), "42", 1, true)
 	if w.RDB.Exists(context.Background(), keys.User("42", user)).Val() != 1 {
 		t.Errorf("the like was not recorded for the session's user %s", user)
 	}
 	wantRead(t, w.do(t, http.MethodGet, "/likes?posts=42", "Authorization: Bearer "+tok), []readEntry{{"42", 1, true}})
-	wantLike(t, w.like(t, "42", "bob"), "42", 2, true)
+	for _, method := range []string{http.MethodPost, http.MethodDelete} {
+		got := w.do(t, method, "/like/42", "X-User-ID: "+user)
+		if got.Status != http.StatusUnauthorized || !strings.Contains(got.Raw, "POST /session") {
+			t.Errorf("%s naming the session's user in X-User-ID: %d %s; want 401 that names POST /session", method, got.Status, got.Raw)
+		}
+	}
+	if got := w.do(t, http.MethodGet, "/likes?posts=42", "X-User-ID: "+user); got.Status != http.StatusUnauthorized {
+		t.Errorf("reading likes as X-User-ID: %d %s; want 401", got.Status, got.Raw)
+	}
+	if n := w.count(t, "42"); n != 1 {
+		t.Errorf("post 42 counts %d after refused requests; want 1", n)
+	}
 
 	forged := token(t, jwt.SigningMethodHS256, []byte(testSecret), user, time.Hour, "0")
 	forgedSession := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
@@ -56,8 +67,21 @@ func TestSessionLike(t *testing.T) {
 	if got.Status != http.StatusUnauthorized || got.Body["error"] == nil {
 		t.Errorf("like with a forged session token: %d %s; want 401 JSON", got.Status, got.Raw)
 	}
-	// A bearer that is no session token is not this mode's business: X-User-ID decides, as before.
-	wantLike(t, w.do(t, http.MethodPost, "/like/43", "Authorization: Bearer "+forged, "X-User-ID: carol"), "43", 1, true)
+	// A bearer that is no session token (the site's, with no site keys configured) names no one.
+	if got := w.do(t, http.MethodPost, "/like/43", "Authorization: Bearer "+forged, "X-User-ID: carol"); got.Status != http.StatusUnauthorized {
+		t.Errorf("like with a site token in the sessions-only mode: %d %s; want 401", got.Status, got.Raw)
+	}
+	if w.dedupKeys(t, "43") != 0 {
+		t.Error("a refused token changed post 43")
+	}
+
+	// Behind a trusted gateway, a bearer that is no session token is not the writer's business:
+	// X-User-ID decides (the gateway may pass its own Authorization through).
+	gw := startWriter(t, w.Redis, trustHeader)
+	wantLike(t, gw.do(t, http.MethodPost, "/like/43", "Authorization: Bearer "+forged, "X-User-ID: carol"), "43", 1, true)
+	if got := gw.do(t, http.MethodPost, "/like/43", "Authorization: Bearer "+forgedRaw, "X-User-ID: mallory"); got.Status != http.StatusUnauthorized {
+		t.Errorf("like with a forged session token behind a gateway: %d %s; want 401", got.Status, got.Raw)
+	}
 	if w.dedupKeys(t, "43") != 1 || w.RDB.Exists(context.Background(), keys.User("43", "mallory")).Val() != 0 {
 		t.Error("a refused session token changed post 43")
 	}
@@ -87,12 +111,18 @@ func TestSessionLike(t *testing.T) {
 	}
 }
 
-// TestSessionsOffByDefault: without --sessions there is no /session route and a session-looking
-// bearer is ignored, exactly as before sessions existed.
-func TestSessionsOffByDefault(t *testing.T) {
-	w := startWriter(t, nil)
+// TestSessionsOff: with sessions turned off behind a gateway there is no /session route and a
+// session-looking bearer is ignored: X-User-ID decides.
+func TestSessionsOff(t *testing.T) {
+	on := startWriter(t, nil)
+	tok, _ := startSession(t, on)
+	w := startWriter(t, on.Redis, trustHeader, "--sessions=false")
 	if got := w.do(t, http.MethodPost, "/session"); got.Status != http.StatusNotFound {
-		t.Errorf("POST /session without --sessions: %d; want 404", got.Status)
+		t.Errorf("POST /session with --sessions=false: %d; want 404", got.Status)
+	}
+	wantLike(t, w.do(t, http.MethodPost, "/like/9", "Authorization: Bearer "+tok, "X-User-ID: carol"), "9", 1, true)
+	if w.dedupKeys(t, "9") != 1 || w.RDB.Exists(context.Background(), keys.User("9", "carol")).Val() != 1 {
+		t.Error("with sessions off, the like was not carol's (X-User-ID)")
 	}
 }
 

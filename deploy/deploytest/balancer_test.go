@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/csv"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,8 +85,9 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	awaitViewers(t, map[string]int{node("127.0.0.4"): 5, node("127.0.0.5"): 5})
 
 	// A like through the likes port reaches every viewer through the streams port.
-	like(t, lb.likes, post, "alice")
+	like(t, lb.likes, post)
 	clienttest.WaitCount(t, 10*time.Second, post, 1, viewers...)
+	checkForgedUserRefused(t, lb.likes, post)
 
 	// Scale up: a third replica appears in DNS and gets the next viewers (it has the fewest).
 	startService(t, logs, fanoutBin, append(fanoutEnv, "LISTEN_ADDR=127.0.0.6:"+fanoutPort)...)
@@ -103,7 +103,7 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitViewersTotal(t, []string{node("127.0.0.5"), node("127.0.0.6")}, 15)
-	like(t, lb.likes, post, "bob")
+	like(t, lb.likes, post)
 	clienttest.WaitCount(t, 10*time.Second, post, 2, viewers...)
 }
 
@@ -288,22 +288,31 @@ func nodeViewers(base string) int {
 	return -1
 }
 
-// like posts a like through the balancer and checks it was stored.
-func like(t *testing.T, base, post, user string) {
+// like takes a session through the balancer, as the page does, and likes post with it,
+// checking the like was stored.
+func like(t *testing.T, base, post string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/like/"+post, nil)
+	s, err := clienttest.TakeSession(base)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("session through haproxy: %v", err)
 	}
-	req.Header.Set("X-User-ID", user)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("like through haproxy: %v", err)
+	status, reply, err := clienttest.TryLikeAs(base, post, s)
+	if err != nil || status != http.StatusOK || !reply.Liked {
+		t.Fatalf("like through haproxy: %d %+v %v; want 200 liked:true", status, reply, err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"liked":true`) {
-		t.Fatalf("like through haproxy: %d %s; want 200 liked:true", resp.StatusCode, body)
+}
+
+// checkForgedUserRefused: a like that names its user in X-User-ID through the balancer is 401
+// (haproxy removes the header, and the writer believes none by default) and counts nothing.
+func checkForgedUserRefused(t *testing.T, base, post string) {
+	t.Helper()
+	before := clienttest.CountOf(t, base, post)
+	status, _, err := clienttest.TryLike(base, post, "mallory")
+	if err != nil || status != http.StatusUnauthorized {
+		t.Errorf("like as X-User-ID: mallory through haproxy: %d %v; want 401", status, err)
+	}
+	if after := clienttest.CountOf(t, base, post); after != before {
+		t.Errorf("count of %s %d after a forged like; want %d", post, after, before)
 	}
 }
 

@@ -125,8 +125,9 @@ func checkRedisDurability(t *testing.T, port int) {
 }
 
 var (
-	sseExample  = regexp.MustCompile(`(?m)^\s+curl -N (http://\S+/sse/42)$`)
-	curlExample = regexp.MustCompile(`(?m)^\s+(curl (?:-X \S+\s+-H '[^']+'\s+)?http://\S+)$`)
+	sseExample     = regexp.MustCompile(`(?m)^\s+curl -N (http://\S+/sse/42)$`)
+	sessionExample = regexp.MustCompile(`(?m)^\s+([A-Z])=(\$\(curl .+\))$`)
+	curlExample    = regexp.MustCompile(`(?m)^\s+(curl (?:-X \S+\s+-H "[^"]+"\s+)?http://\S+)$`)
 )
 
 // checkPrintedExamples opens the printed SSE examples for post 42, runs the printed curl lines in
@@ -143,6 +144,7 @@ func checkPrintedExamples(t *testing.T, banner string) {
 		viewers = append(viewers, v)
 		awaitConnected(t, v, "42")
 	}
+	env := takePrintedSessions(t, banner)
 	wantReplies := []string{`"count":1,"liked":true`, `"count":1,"liked":false`, `"post_id":"43","count":1,"liked":true`, `"count":0,"liked":false`, `{"post_id":"42","count":0}`}
 	examples := curlExample.FindAllStringSubmatch(banner, -1)
 	if len(examples) != len(wantReplies) {
@@ -150,7 +152,9 @@ func checkPrintedExamples(t *testing.T, banner string) {
 	}
 	for i, m := range examples {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, "sh", "-c", m[1]+" -sS --fail-with-body").CombinedOutput()
+		cmd := exec.CommandContext(ctx, "sh", "-c", m[1]+" -sS --fail-with-body")
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil || !strings.Contains(string(out), wantReplies[i]) {
 			t.Errorf("%s -> %s (%v); want it to contain %s", m[1], out, err, wantReplies[i])
@@ -159,6 +163,27 @@ func checkPrintedExamples(t *testing.T, banner string) {
 			clienttest.WaitCount(t, 10*time.Second, "42", 1, viewers...)
 		}
 	}
+}
+
+// takePrintedSessions runs the banner's session lines (A=$(curl ... /session ...)), each once,
+// and returns the environment that gives the curl examples their tokens.
+func takePrintedSessions(t *testing.T, banner string) []string {
+	t.Helper()
+	lines := sessionExample.FindAllStringSubmatch(banner, -1)
+	if len(lines) != 2 {
+		t.Fatalf("banner has %d session lines; want 2 (two users):\n%s", len(lines), banner)
+	}
+	env := os.Environ()
+	for _, m := range lines {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, "sh", "-c", "printf %s "+m[2]).Output()
+		cancel()
+		if err != nil || !regexp.MustCompile(`^[\w-]+\.[\w-]+\.[\w-]+$`).Match(out) {
+			t.Fatalf("%s=%s -> %q (%v); want a token", m[1], m[2], out, err)
+		}
+		env = append(env, m[1]+"="+string(out))
+	}
+	return env
 }
 
 // interruptAndWait sends SIGINT to the script's process group, as Ctrl-C in a terminal does, and

@@ -312,7 +312,7 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 	connects := c.connects()
 	sheds := s.sheds()
 	primary := s.awaitTopology(t, 30*time.Second)
-	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-flow", 20*time.Millisecond)
+	flow := clienttest.StartSessionLikeFlow(t, s.likes, c.post, 20*time.Millisecond)
 	flowing := func(what string) {
 		sent := flow.Sent()
 		poll.Until(t, 30*time.Second, "likes to flow "+what, func() bool { return flow.Sent() > sent+20 })
@@ -497,7 +497,7 @@ func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
 // DRAIN_WINDOW; haproxy moves them, every viewer ends on the right count and no like is refused.
 func stepScaleDown(t *testing.T, s *stack, c *crowd, got *figures) {
 	before := s.viewersPerNode()
-	flow := clienttest.StartLikeFlow(t, s.likes, c.post, c.post+"-down", 50*time.Millisecond)
+	flow := clienttest.StartSessionLikeFlow(t, s.likes, c.post, 50*time.Millisecond)
 	sent := flow.Sent()
 	poll.Until(t, 10*time.Second, "likes to flow", func() bool { return flow.Sent() > sent+10 })
 	base := s.storedCount(c.post) - flow.Sent()

@@ -31,7 +31,13 @@ func TryLike(writerURL, post, user string) (int, LikeReply, error) {
 
 // TryLikeAs sends one like with a session's token and returns the HTTP status and the reply.
 func TryLikeAs(writerURL, post string, s Session) (int, LikeReply, error) {
-	return tryLike(writerURL, post, "Authorization", "Bearer "+s.Token)
+	return TryLikeBearer(writerURL, post, s.Token)
+}
+
+// TryLikeBearer sends one like with Authorization: Bearer token (a session's, a site's, or a
+// forged one) and returns the HTTP status and the reply.
+func TryLikeBearer(writerURL, post, token string) (int, LikeReply, error) {
+	return tryLike(writerURL, post, "Authorization", "Bearer "+token)
 }
 
 func tryLike(writerURL, post, header, value string) (int, LikeReply, error) {

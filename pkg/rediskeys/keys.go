@@ -58,6 +58,10 @@ func (s Scheme) Batch(postID, batchID string) string { return s.post(postID, ":b
 // RateLimit is the per-user like-rate counter. It has no post hash tag: it belongs to the user.
 func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + userID }
 
+// LikeAddrRate is the like-rate counter of one client address (an IPv4 address or an IPv6 /64),
+// shared by every user behind it. No hash tag: it belongs to no post.
+func (s Scheme) LikeAddrRate(source string) string { return s.Prefix + "addr-rate:" + source }
+
 // SessionKey is one signing key of the writer's session tokens, named by its key id (the unix
 // second its rotation period began). The first writer to need a period's key creates it (SET NX)
 // with an expiry past the last moment a token it signed can be refreshed, so every replica signs

@@ -1,6 +1,7 @@
-// Package auth decides who is liking. Without configuration the writer trusts the X-User-ID header,
-// which is only safe behind a gateway that sets it after authenticating the user and strips any
-// copy sent by the client: the writer must never be exposed directly in that mode. With an HS256
+// Package auth decides who is liking. By default the writer accepts only its own session tokens
+// (POST /session), so nobody who can reach it can like in another user's name. Behind a gateway
+// that authenticates users, sets X-User-ID and strips any copy sent by the client, the header can
+// be trusted instead (TRUST_USER_HEADER), which is never safe on an exposed writer. With an HS256
 // secret or a JWKS URL configured it requires a bearer token and takes the user from its `sub`
-// claim, so that nobody can like in another user's name.
+// claim. Session tokens are accepted beside either when sessions are on.
 package auth

@@ -20,9 +20,13 @@ const retryAfterUnavailable = time.Second
 // limitedError is a like refused by the rate limit.
 type limitedError struct {
 	retryAfter time.Duration
+	perAddr    bool // the client address's limit, not the user's
 }
 
 func (e *limitedError) Error() string {
+	if e.perAddr {
+		return fmt.Sprintf("too many likes from this address: retry in %ds", ceilSeconds(e.retryAfter))
+	}
 	return fmt.Sprintf("too many likes: retry in %ds", ceilSeconds(e.retryAfter))
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/auth"
@@ -19,7 +20,8 @@ const (
 	opUnlike = "unlike"
 )
 
-// Limiter decides whether a user may like now; a positive duration is how long to wait.
+// Limiter decides whether a user (or a client address) may like now; a positive duration is how
+// long to wait.
 type Limiter interface {
 	Allow(ctx context.Context, user string) (time.Duration, error)
 }
@@ -30,27 +32,33 @@ type Handler struct {
 	changes  *Coalescer
 	identify auth.Identifier
 	limit    Limiter
+	addrs    Limiter
+	clients  clientip.Resolver
 	metrics  *Metrics
 	outage   *outage // logs storage failures once per outage
 	timeout  time.Duration
 }
 
-// Options are a Handler's dependencies. Limit may be nil (no rate limit).
+// Options are a Handler's dependencies. Limit and AddrLimit may be nil (no such limit).
 type Options struct {
 	Store    *Store     // counts
 	Changes  *Coalescer // likes and unlikes, batched per post
 	Identify auth.Identifier
-	Limit    Limiter
-	Metrics  *Metrics
-	Log      *zap.Logger
+	Limit    Limiter // per user
+	// AddrLimit is per client address, as Clients tells it (X-Forwarded-For from trusted proxies
+	// only): it bounds what many fresh users behind one address can write together.
+	AddrLimit Limiter
+	Clients   clientip.Resolver
+	Metrics   *Metrics
+	Log       *zap.Logger
 	// Timeout bounds each request's work, Redis included; past it the client gets a 503.
 	Timeout time.Duration
 }
 
 // NewHandler returns a Handler.
 func NewHandler(o Options) *Handler {
-	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, metrics: o.Metrics,
-		outage: &outage{log: o.Log}, timeout: o.Timeout}
+	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, addrs: o.AddrLimit,
+		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout}
 }
 
 // Routes mounts the like API on r.
@@ -77,7 +85,7 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 	post, user, err := h.parse(r)
 	var res Result
 	if err == nil {
-		res, err = h.apply(ctx, op, post, user)
+		res, err = h.apply(r, op, post, user)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -101,13 +109,21 @@ func appendLikeReply(dst []byte, post string, count int64, liked bool) []byte {
 	return append(dst, "}\n"...)
 }
 
-// apply stores the change; only likes pass the rate limit.
-func (h *Handler) apply(ctx context.Context, op, post, user string) (Result, error) {
+// apply stores the change; only likes pass the rate limits, the client address's first.
+func (h *Handler) apply(r *http.Request, op, post, user string) (Result, error) {
+	ctx := r.Context()
 	if op == opUnlike {
 		return h.changes.Unlike(ctx, post, user)
 	}
-	if err := h.allow(ctx, user); err != nil {
-		return Result{}, err
+	if h.addrs != nil {
+		if err := allow(ctx, h.addrs, clientip.Source(h.clients.Addr(r)), true); err != nil {
+			return Result{}, err
+		}
+	}
+	if h.limit != nil {
+		if err := allow(ctx, h.limit, user, false); err != nil {
+			return Result{}, err
+		}
 	}
 	return h.changes.Like(ctx, post, user)
 }
@@ -142,18 +158,16 @@ func (h *Handler) parse(r *http.Request) (post, user string, err error) {
 	return post, user, nil
 }
 
-// allow applies the per-user rate limit. Only likes are limited: an unlike of a post not liked
-// changes nothing, so like/unlike churn is bounded by the like limit.
-func (h *Handler) allow(ctx context.Context, user string) error {
-	if h.limit == nil {
-		return nil
-	}
-	wait, err := h.limit.Allow(ctx, user)
+// allow asks l whether id (a user, or a client address when perAddr) may like now; a refusal is a
+// limitedError, a 429 with Retry-After. Only likes are limited: an unlike of a post not liked
+// changes nothing, so like/unlike churn is bounded by the like limits.
+func allow(ctx context.Context, l Limiter, id string, perAddr bool) error {
+	wait, err := l.Allow(ctx, id)
 	if err != nil {
 		return err
 	}
 	if wait > 0 {
-		return &limitedError{retryAfter: wait}
+		return &limitedError{retryAfter: wait, perAddr: perAddr}
 	}
 	return nil
 }

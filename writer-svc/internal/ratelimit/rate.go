@@ -55,11 +55,12 @@ func (r Rate) String() string {
 }
 
 // ParseRate reads "N/duration", for example "1/3s", "5/1m" or "10/m" (a bare unit means one of
-// it), optionally followed by " burst B": "30/1m burst 10" is 30 a minute, 10 at once. The empty
-// string means no limit.
+// it), optionally followed by " burst B": "30/1m burst 10" is 30 a minute, 10 at once. "off" or
+// the empty string means no limit ("off" is how an environment variable, where empty means unset,
+// turns a limit that is on by default off).
 func ParseRate(s string) (Rate, error) {
 	s = strings.TrimSpace(s)
-	if s == "" {
+	if s == "" || strings.EqualFold(s, "off") {
 		return Rate{}, nil
 	}
 	burst := 0

@@ -14,6 +14,8 @@ func TestParseRate(t *testing.T) {
 	}{
 		{give: "", want: Rate{}},
 		{give: "  ", want: Rate{}},
+		{give: "off", want: Rate{}},
+		{give: " OFF ", want: Rate{}},
 		{give: "1/3s", want: Rate{N: 1, Window: 3 * time.Second}},
 		{give: "10/m", want: Rate{N: 10, Window: time.Minute}},
 		{give: " 5 / 1m30s ", want: Rate{N: 5, Window: 90 * time.Second}},

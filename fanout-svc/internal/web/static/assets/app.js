@@ -29,7 +29,7 @@ function readConfig() {
 }
 
 // openStorage wraps localStorage, which throws when disabled (some private modes), and falls back
-// to memory. It keeps only who the user is (an anonymous id or a pasted token), not their likes.
+// to memory. It keeps only a pasted token, not the user's likes (likes.js keeps the session).
 function openStorage() {
   const memory = new Map();
   let local = null;
@@ -58,27 +58,18 @@ function openStorage() {
 
 // ---- identity -------------------------------------------------------------------------------
 
-// userID returns this browser's anonymous user id, creating it on first use. It satisfies the
-// writer's rule: 1-128 printable ASCII characters without spaces or colons.
-function userID() {
-  let id = storage.get("likes.user");
-  if (!id || !/^[\x21-\x39\x3b-\x7e]{1,128}$/.test(id)) {
-    const bytes = new Uint8Array(12);
-    crypto.getRandomValues(bytes); // works on plain http too, unlike crypto.randomUUID
-    id = "web-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-    storage.set("likes.user", id);
-  }
-  return id;
-}
-
 // token returns the bearer token the user pasted, else the one the server configured, else "".
 function token() {
   return storage.get("likes.token") || config.token;
 }
 
+// showIdentity names who the likes are by: the token, or this browser's anonymous session (taken
+// from the writer at the first like, so a visitor who only reads starts none).
 function showIdentity() {
   const t = token();
-  document.getElementById("who").textContent = t ? "bearer token …" + t.slice(-6) : userID();
+  const s = likes && likes.session;
+  document.getElementById("who").textContent = t ? "bearer token …" + t.slice(-6)
+    : s ? "anonymous session " + s.user_id : "anonymous (a session starts at your first like)";
 }
 
 // ---- rendering ------------------------------------------------------------------------------
@@ -244,10 +235,11 @@ function start() {
     writer: config.writerURL,
     posts: config.posts,
     token: token(),
-    user: userID(),
     heartbeat: config.heartbeatMs,
   });
   likes.addEventListener("update", (e) => show(e.detail));
+  likes.addEventListener("session", showIdentity);
+  showIdentity(); // a session kept from an earlier visit
   likes.addEventListener("state", (e) => showState(e.detail.state, e.detail.connects));
   likes.addEventListener("error", (e) => showNotice("Could not load your likes: " + e.detail.message + "."));
   wireTokenForm();

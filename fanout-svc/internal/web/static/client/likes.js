@@ -35,8 +35,12 @@ export class LikeError extends Error {
  *   streams   fanout base URL, or a list of them tried in turn ("" = this page's origin)
  *   writer    writer-svc base URL ("" = this page's origin)
  *   posts     post ids to follow
- *   token     bearer token, or a function returning one (or a promise of one)
- *   user      X-User-ID to send when there is no token (a writer behind a trusted gateway)
+ *   token     the site's bearer token, or a function returning one (or a promise of one)
+ *   user      X-User-ID to send when there is no token (only a writer run with
+ *             TRUST_USER_HEADER=true, behind a gateway, believes it)
+ *   session   without a token or user: take an anonymous session from the writer (POST
+ *             /session) at the first like and keep it in localStorage, so the user's likes
+ *             survive a reload (default true; false: no identity, counts only)
  *   heartbeat the fanout's HEARTBEAT_INTERVAL in ms (default 15000): the watchdog reconnects
  *             after three intervals of silence
  *   postsPerStream (64, MAX_POSTS_PER_STREAM), postsPerRead (100, MAX_POSTS_PER_READ)
@@ -53,10 +57,14 @@ export class Likes extends EventTarget {
   #closed = false;
   #blocked = null; // {until, status, message}: a Retry-After from the writer still running
   #reads = 0; // GET /likes generation, so an older answer never overwrites a newer one
+  #sessions = null; // Sessions: this browser's anonymous session with the writer, when on
 
   constructor(options = {}) {
     super();
     this.#opts = normalize(options);
+    if (this.#opts.session) {
+      this.#sessions = new Sessions(this.#opts.writer, (s) => this.dispatchEvent(new CustomEvent("session", { detail: s })));
+    }
     for (const id of this.#opts.posts) {
       this.#posts.set(id, { id, count: null, ts: 0, watching: null, watchTS: 0, liked: false, pending: null, seen: 0, changes: 0 });
     }
@@ -124,6 +132,15 @@ export class Likes extends EventTarget {
     return this.#identityChanged();
   }
 
+  /**
+   * session is this browser's anonymous session ({user_id, expires_at} in unix seconds), or null
+   * before the first like took one. A "session" event says when it is taken or renewed.
+   */
+  get session() {
+    const s = this.#sessions && this.#sessions.current();
+    return s ? { user_id: s.user_id, expires_at: s.expires_at } : null;
+  }
+
   /** setUser changes the X-User-ID sent without a token and reloads the user's likes. */
   setUser(user) {
     this.#opts.user = user || "";
@@ -180,14 +197,16 @@ export class Likes extends EventTarget {
 
   // #readLikes is one refresh: GET /likes in chunks of postsPerRead, applied unless a newer refresh
   // started meanwhile.
+  // A read never starts a session: a visitor who has liked nothing has no likes to read.
   async #readLikes(generation) {
     const ids = [...this.#posts.keys()];
-    const headers = await this.#identity();
-    const path = Object.keys(headers).length ? "/likes" : "/counts";
+    const who = await this.#identity(false);
+    const path = Object.keys(who.headers).length ? "/likes" : "/counts";
     const marks = new Map(ids.map((id) => [id, this.#posts.get(id).changes]));
     for (let i = 0; i < ids.length; i += this.#opts.postsPerRead) {
       const chunk = ids.slice(i, i + this.#opts.postsPerRead);
-      const body = await request(this.#opts.writer + path + "?posts=" + chunk.map(encodeURIComponent).join(","), "GET", headers);
+      const url = this.#opts.writer + path + "?posts=" + chunk.map(encodeURIComponent).join(",");
+      const body = await this.#authorized(who, false, (headers) => request(url, "GET", headers));
       if (generation !== this.#reads || this.#closed) return;
       for (const r of (body && Array.isArray(body.posts)) ? body.posts : []) {
         const p = this.#posts.get(String(r.post_id));
@@ -280,7 +299,8 @@ export class Likes extends EventTarget {
 
   async #send(p, op, before) {
     try {
-      const reply = await request(this.#opts.writer + "/like/" + encodeURIComponent(p.id), op === "like" ? "POST" : "DELETE", await this.#identity());
+      const url = this.#opts.writer + "/like/" + encodeURIComponent(p.id);
+      const reply = await this.#authorized(await this.#identity(true), true, (headers) => request(url, op === "like" ? "POST" : "DELETE", headers));
       // The stream brings the new count within a blink; the reply's count is taken only when no
       // newer count arrived meanwhile, since that one may already include later likes.
       if (reply && Number.isFinite(reply.count) && p.seen === before.seen) p.count = reply.count;
@@ -301,12 +321,31 @@ export class Likes extends EventTarget {
     }
   }
 
-  async #identity() {
+  // #identity returns the headers that name the user: the site's token, else X-User-ID, else this
+  // browser's session, which is taken from the writer only when create is set (a like). session is
+  // the session token used, so that a refusal of it can renew it.
+  async #identity(create) {
     let token = this.#opts.token;
     if (typeof token === "function") token = await token();
-    if (token) return { Authorization: "Bearer " + token };
-    if (this.#opts.user) return { "X-User-ID": this.#opts.user };
-    return {};
+    if (token) return { headers: { Authorization: "Bearer " + token }, session: "" };
+    if (this.#opts.user) return { headers: { "X-User-ID": this.#opts.user }, session: "" };
+    const session = this.#sessions ? await this.#sessions.token(create) : "";
+    return { headers: session ? { Authorization: "Bearer " + session } : {}, session };
+  }
+
+  // #authorized sends with id's headers; when the writer refuses a session token (401: expired
+  // past its grace, or signed with a key it no longer holds) the session is renewed once and the
+  // request sent again with the new token.
+  async #authorized(id, create, send) {
+    try {
+      return await send(id.headers);
+    } catch (err) {
+      if (!id.session || !(err instanceof LikeError) || err.status !== 401) throw err;
+      await this.#sessions.renew(id.session);
+      const again = await this.#identity(create);
+      if (!again.session || again.session === id.session) throw err;
+      return send(again.headers);
+    }
   }
 
   #emit(p) {
@@ -333,6 +372,7 @@ function normalize(o) {
     posts,
     token: o.token || "",
     user: o.user || "",
+    session: o.session !== false,
     heartbeat: positive(o.heartbeat, DEFAULT_HEARTBEAT_MS),
     postsPerStream: positive(o.postsPerStream, 64),
     postsPerRead: positive(o.postsPerRead, 100),
@@ -345,6 +385,102 @@ function baseURL(s) {
 
 function positive(v, fallback) {
   return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+// Sessions keeps this browser's anonymous session with one writer: {token, user_id, expires_at,
+// taken_at}, taken with POST /session at the first like, kept in localStorage under
+// "likes.session:" and the writer's URL (so every tab and every reload is the same user), and
+// renewed with POST /session/refresh when less than half its life, at most RENEW_BEFORE_S, is
+// left. All requests share one renewal in flight, so a burst of likes starts one session.
+class Sessions {
+  constructor(writer, changed) {
+    this.writer = writer;
+    this.key = "likes.session:" + (writer || (typeof location === "object" ? location.origin : ""));
+    this.changed = changed;
+    this.memory = null; // where the session lives when localStorage is unavailable
+    this.pending = null; // the renewal in flight
+    this.off = false; // the writer serves no sessions (404: SESSIONS=false, a site that requires login)
+  }
+
+  // current returns the stored session, read anew each time: another tab may have renewed it.
+  current() {
+    try {
+      const s = JSON.parse(localStorage.getItem(this.key));
+      if (s && typeof s.token === "string" && s.token && Number.isFinite(s.expires_at)) return s;
+    } catch { /* no storage, or not ours: memory */ }
+    return this.memory;
+  }
+
+  #store(s) {
+    this.memory = s;
+    try {
+      localStorage.setItem(this.key, JSON.stringify(s));
+    } catch { /* disabled or full: memory holds it for this page */ }
+  }
+
+  // token returns a session token good for a while: the stored one, a renewed one, or, when
+  // create is set, a new session's; "" when there is none and create is not set.
+  async token(create) {
+    const s = this.current();
+    if (s && !due(s)) return s.token;
+    if ((!s && !create) || this.off) return "";
+    const got = await this.#obtain(s);
+    return got ? got.token : "";
+  }
+
+  // renew replaces a session token the writer refused, unless another request already did.
+  async renew(refused) {
+    const s = this.current();
+    if (s && s.token === refused && !this.off) await this.#obtain({ ...s, expires_at: 0 });
+  }
+
+  #obtain(old) {
+    if (!this.pending) {
+      this.pending = this.#fetch(old).finally(() => {
+        this.pending = null;
+      });
+    }
+    return this.pending;
+  }
+
+  // #fetch refreshes old for the same user when the writer still allows it, else starts a session
+  // for a new anonymous user (a refresh refused past SESSION_MAX_AGE, or an unknown key). null: the
+  // writer has no sessions, and requests go without an identity (the writer says what it needs).
+  async #fetch(old) {
+    let body = null;
+    if (old) {
+      try {
+        body = await request(this.writer + "/session/refresh", "POST", { Authorization: "Bearer " + old.token });
+      } catch (err) {
+        if (!(err instanceof LikeError) || err.status !== 401) throw err;
+      }
+    }
+    if (!body) {
+      try {
+        body = await request(this.writer + "/session", "POST", {});
+      } catch (err) {
+        if (!(err instanceof LikeError) || err.status !== 404) throw err;
+        this.off = true;
+        return null;
+      }
+    }
+    if (!body || typeof body.token !== "string" || !body.token || !Number.isFinite(body.expires_at)) {
+      throw new LikeError("the writer sent no session", {});
+    }
+    const s = { token: body.token, user_id: String(body.user_id), expires_at: body.expires_at, taken_at: Date.now() / 1000 };
+    this.#store(s);
+    this.changed({ user_id: s.user_id, expires_at: s.expires_at });
+    return s;
+  }
+}
+
+const RENEW_BEFORE_S = 300;
+
+// due reports whether a session should be renewed before its next use.
+function due(s) {
+  const now = Date.now() / 1000;
+  const life = Number.isFinite(s.taken_at) ? s.expires_at - s.taken_at : RENEW_BEFORE_S * 2;
+  return s.expires_at - now < Math.min(RENEW_BEFORE_S, life / 2);
 }
 
 // request sends one writer request and returns its JSON body, or throws a LikeError that says
