@@ -72,7 +72,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		return nil, err
 	}
 	o := like.Options{
-		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit,
+		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit, LimitPerPost: cfg.LikeRatePerPost,
 		Clients: clientip.Resolver{Trusted: cfg.TrustedProxies}, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
 	}
 	var addrLimiter *ratelimit.Limiter

@@ -151,6 +151,24 @@ func TestLikeRateLimit(t *testing.T) {
 	}
 }
 
+// TestLikeRatePerPost: with LIKE_RATE_PER_POST a user's budget is per post: likes of other posts
+// pass, toggling one post is held to the rate.
+func TestLikeRatePerPost(t *testing.T) {
+	w := startWriter(t, nil, trustHeader, "--like-rate", "1/1m", "--like-rate-per-post")
+	wantLike(t, w.like(t, "p1", "alice"), "p1", 1, true)
+	wantLike(t, w.like(t, "p2", "alice"), "p2", 1, true) // another post, its own budget
+	wantLike(t, w.do(t, http.MethodDelete, "/like/p1", "X-User-ID: alice"), "p1", 0, false)
+	if got := w.like(t, "p1", "alice"); got.Status != http.StatusTooManyRequests {
+		t.Errorf("liking p1 again within the minute: %d %s; want 429", got.Status, got.Raw)
+	}
+	if n := w.count(t, "p1"); n != 0 {
+		t.Errorf("the refused like changed p1: count %d", n)
+	}
+	if w.RDB.Exists(context.Background(), keys.RateLimit("alice:p1")).Val() != 1 {
+		t.Error("no per-post rate key for alice and p1")
+	}
+}
+
 // TestLikeAddrRateLimit: LIKE_ADDR_RATE holds all the users behind one client address to one
 // budget on every replica (fresh users from one address cannot outlike it), tells the address
 // from X-Forwarded-For only when a trusted proxy sends it, and refuses with 429 and Retry-After

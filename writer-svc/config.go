@@ -19,19 +19,20 @@ import (
 
 // Config is writer-svc's whole configuration, read once from flags and environment.
 type Config struct {
-	Serve          serve.Options
-	Redis          redisconn.Config
-	LogLevel       string
-	RequestTimeout time.Duration
-	MaxReadPosts   int
-	BatchWindow    time.Duration
-	BatchSize      int
-	AckReplicas    int
-	CORSOrigins    []string
-	LikeRate       ratelimit.Rate
-	LikeAddrRate   ratelimit.Rate // likes per client address, all its users together
-	Auth           AuthConfig
-	Session        SessionConfig
+	Serve           serve.Options
+	Redis           redisconn.Config
+	LogLevel        string
+	RequestTimeout  time.Duration
+	MaxReadPosts    int
+	BatchWindow     time.Duration
+	BatchSize       int
+	AckReplicas     int
+	CORSOrigins     []string
+	LikeRate        ratelimit.Rate
+	LikeRatePerPost bool           // LikeRate counts per user and post, not per user across posts
+	LikeAddrRate    ratelimit.Rate // likes per client address, all its users together
+	Auth            AuthConfig
+	Session         SessionConfig
 	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
 	// limits (the session issue rate).
 	TrustedProxies []netip.Prefix
@@ -138,6 +139,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
+	set.Bool(&c.LikeRatePerPost, "like-rate-per-post", "LIKE_RATE_PER_POST", false, "count LIKE_RATE per user and post (bounds like/unlike toggling of one post) instead of per user across all posts (bounds a user's likes in a feed)")
 	set.String(&likeAddrRate, "like-addr-rate", "LIKE_ADDR_RATE", defaultLikeAddrRate, `likes per client address (an IPv6 /64 counts as one), all its users together, shared by all replicas; sized for a carrier or office NAT; a load test from one address turns it off ("off")`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
 	set.String(&c.Auth.JWKSURL, "auth-jwks-url", "AUTH_JWKS_URL", "", "JWKS URL of the identity provider; when set, a bearer JWT (RS/PS/ES/EdDSA) is required and the user is its sub claim")

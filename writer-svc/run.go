@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	srv := serve.NewServer(cfg.Serve, a.handler, log)
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Bool("cluster", cfg.Redis.Cluster()),
 		zap.String("redis_mode", cfg.Redis.Mode()), zap.String("identity", cfg.Auth.Mode()), zap.Bool("sessions", cfg.Session.Enabled),
-		zap.Stringer("like_rate", cfg.LikeRate), zap.Stringer("like_addr_rate", cfg.LikeAddrRate))
+		zap.Stringer("like_rate", cfg.LikeRate), zap.Bool("like_rate_per_post", cfg.LikeRatePerPost), zap.Stringer("like_addr_rate", cfg.LikeAddrRate))
 	err = serve.Serve(ctx, srv, ln, cfg.Serve.ShutdownTimeout)
 	log.Info("stopped", zap.Error(err))
 	return err

@@ -55,7 +55,8 @@ func (s Scheme) User(postID, userID string) string { return s.post(postID, ":u:"
 // reply) answers the first run's results instead of applying itself again.
 func (s Scheme) Batch(postID, batchID string) string { return s.post(postID, ":b:"+batchID) }
 
-// RateLimit is the per-user like-rate counter. It has no post hash tag: it belongs to the user.
+// RateLimit is the per-user like-rate counter (userID is "user:post" with LIKE_RATE_PER_POST).
+// It has no post hash tag: it belongs to the user.
 func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + userID }
 
 // LikeAddrRate is the like-rate counter of one client address (an IPv4 address or an IPv6 /64),

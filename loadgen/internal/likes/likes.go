@@ -281,7 +281,15 @@ func (l *Load) appendRequests(dst []byte, c *conn, batch []job, now time.Time) [
 // judge turns an answer into the like's count or its error. A fresh user's like must be counted:
 // liked:false means the writer did not store it.
 func (l *Load) judge(a answer, body []byte, seq int64) (int64, error) {
-	if a.status != http.StatusOK {
+	switch a.status {
+	case http.StatusOK:
+	case http.StatusTooManyRequests:
+		return 0, errors.New("status 429: a like limit of the writers refused it (all of loadgen's likes come from one " +
+			"address, which LIKE_ADDR_RATE counts together: a load test runs the writers with LIKE_ADDR_RATE=off)")
+	case http.StatusUnauthorized:
+		return 0, errors.New("status 401: the writer refused the like's identity (--identity header needs writers with " +
+			"TRUST_USER_HEADER=true; --identity session needs the deployment's Redis and SESSION_KEY_ROTATE)")
+	default:
 		return 0, fmt.Errorf("status %d", a.status)
 	}
 	count, liked, err := scanLike(body)

@@ -32,6 +32,7 @@ type Handler struct {
 	changes  *Coalescer
 	identify auth.Identifier
 	limit    Limiter
+	perPost  bool
 	addrs    Limiter
 	clients  clientip.Resolver
 	metrics  *Metrics
@@ -45,6 +46,8 @@ type Options struct {
 	Changes  *Coalescer // likes and unlikes, batched per post
 	Identify auth.Identifier
 	Limit    Limiter // per user
+	// LimitPerPost makes Limit count per user and post: user:post (a user id has no colon).
+	LimitPerPost bool
 	// AddrLimit is per client address, as Clients tells it (X-Forwarded-For from trusted proxies
 	// only): it bounds what many fresh users behind one address can write together.
 	AddrLimit Limiter
@@ -57,7 +60,7 @@ type Options struct {
 
 // NewHandler returns a Handler.
 func NewHandler(o Options) *Handler {
-	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, addrs: o.AddrLimit,
+	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, perPost: o.LimitPerPost, addrs: o.AddrLimit,
 		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout}
 }
 
@@ -121,7 +124,11 @@ func (h *Handler) apply(r *http.Request, op, post, user string) (Result, error) 
 		}
 	}
 	if h.limit != nil {
-		if err := allow(ctx, h.limit, user, false); err != nil {
+		id := user
+		if h.perPost {
+			id = user + ":" + post
+		}
+		if err := allow(ctx, h.limit, id, false); err != nil {
 			return Result{}, err
 		}
 	}
