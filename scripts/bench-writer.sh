@@ -7,6 +7,8 @@
 #   per_call      likes per script call (INFO commandstats evalsha calls), script_us its usec_per_call
 #   writer_us     writer-svc CPU (/proc/PID/stat) per acknowledged like, in microseconds
 #   p50, p99      wrk's like latency percentiles
+#   mem_b         Redis memory (INFO memory used_memory) per like stored during the run, in bytes:
+#                 the dedup keys, likers chunks and users' indexes of likes by new users
 #   missing       acknowledged likes not in the post's count (must be 0); unacked = stored but not
 #                 acknowledged (requests in flight when wrk stopped)
 #
@@ -93,7 +95,9 @@ info() { rcli info "$1" | tr -d '\r'; }
 redis_cpu() { info cpu | awk -F: '$1=="used_cpu_sys"||$1=="used_cpu_user"{s+=$2} END{printf "%.6f", s}'; }
 evalsha_calls() { info commandstats | awk -F'[:=,]' '$1=="cmdstat_evalsha"{print $3}'; }
 writer_ticks() { awk '{print $14+$15}' "/proc/$writer/stat"; }
+used_memory() { info memory | awk -F: '$1=="used_memory"{print $2}'; }
 
+m0=$(used_memory)
 r0=$(redis_cpu) c0=$(evalsha_calls) w0=$(writer_ticks) u0=$(info commandstats | awk -F'[:=,]' '$1=="cmdstat_evalsha"{print $5}')
 out=$(taskset -c "$WRK_CPUS" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s scripts/wrk-likes.lua "$url" -- "$POST" "run$$" "$DELAY_MS")
 r1=$(redis_cpu) c1=$(evalsha_calls) w1=$(writer_ticks) u1=$(info commandstats | awk -F'[:=,]' '$1=="cmdstat_evalsha"{print $5}')
@@ -103,6 +107,7 @@ curl -fsS "$url/metrics" >"$BENCH_DIR/metrics.txt" 2>/dev/null || true # batch s
 sleep 1 # let the likes in flight when wrk stopped finish before reading the count
 stored=$(rcli get "likes:{$POST}:count")
 stored=${stored:-0}
+m1=$(used_memory)
 
 requests=$(echo "$out" | awk '/requests in/{print $1}')
 non2xx=$(echo "$out" | awk '/Non-2xx/{print $NF}')
@@ -114,10 +119,10 @@ acked=$((requests - non2xx))
 hz=$(getconf CLK_TCK)
 awk -v acked="$acked" -v secs="$secs" -v r0="$r0" -v r1="$r1" -v calls="$((c1 - c0))" \
   -v usec="$((u1 - u0))" -v w="$((w1 - w0))" -v hz="$hz" -v p50="$p50" -v p99="$p99" \
-  -v non2xx="$non2xx" -v stored="$stored" 'BEGIN {
+  -v non2xx="$non2xx" -v stored="$stored" -v mem="$((m1 - m0))" 'BEGIN {
     r = r1 - r0; missing = acked - stored; if (missing < 0) missing = 0
     unacked = stored - acked; if (unacked < 0) unacked = 0
-    printf "likes/s %.0f  acked %d  non2xx %d  redis_us %.2f  per_call %.1f  script_us %.1f  writer_us %.1f  p50 %s  p99 %s  missing %d  unacked %d\n",
+    printf "likes/s %.0f  acked %d  non2xx %d  redis_us %.2f  per_call %.1f  script_us %.1f  writer_us %.1f  p50 %s  p99 %s  mem_b %.1f  missing %d  unacked %d\n",
       acked / secs, acked, non2xx, r * 1e6 / acked, acked / (calls ? calls : 1), usec / (calls ? calls : 1),
-      w / hz * 1e6 / acked, p50, p99, missing, unacked
+      w / hz * 1e6 / acked, p50, p99, mem / (stored ? stored : 1), missing, unacked
   }'

@@ -42,14 +42,21 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	}
 	a := &app{rdb: rdb}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
-	a.store = like.NewStore(rdb, keys, like.StoreOptions{Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas})
+	a.store = like.NewStore(rdb, keys, like.StoreOptions{
+		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: cfg.RequestTimeout + time.Second,
+	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
 			a.close()
 			return nil, err
 		}
 	}
-	identify, err := newIdentifier(ctx, cfg.Auth, a.sessions, log)
+	identify, site, err := newIdentifier(ctx, cfg.Auth, a.sessions, log)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	admin, err := auth.NewAdmin(cfg.Auth.AdminToken, site, cfg.Auth.AdminRole)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -74,6 +81,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	o := like.Options{
 		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit, LimitPerPost: cfg.LikeRatePerPost,
 		Clients: clientip.Resolver{Trusted: cfg.TrustedProxies}, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
+		Index: like.NewIndex(a.store, a.changes), Admin: admin, EraseTimeout: eraseTimeout(cfg),
 	}
 	var addrLimiter *ratelimit.Limiter
 	if !cfg.LikeAddrRate.Off() {
@@ -88,6 +96,15 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		sessions: newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
 	})
 	return a, nil
+}
+
+// eraseTimeout bounds an erasure of a user's likes: as long as the response may take to write,
+// less a second to write it in (30 s when writes have no timeout).
+func eraseTimeout(cfg Config) time.Duration {
+	if cfg.Serve.WriteTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return max(cfg.Serve.WriteTimeout-time.Second, cfg.RequestTimeout)
 }
 
 // newSessionHandler returns the session API, or nil when sessions are off. Its issue rate is
@@ -145,7 +162,7 @@ func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, 
 // the site's JWTs when configured, else X-User-ID when trusted, else session tokens only; session
 // tokens are accepted besides in every mode when sessions is not nil. The single-verifier cases
 // skip the chain. loadConfig has already refused the contradictory and the empty configurations.
-func newIdentifier(ctx context.Context, cfg AuthConfig, sessions *session.Issuer, log *zap.Logger) (auth.Identifier, error) {
+func newIdentifier(ctx context.Context, cfg AuthConfig, sessions *session.Issuer, log *zap.Logger) (auth.Identifier, *auth.Token, error) {
 	chain := auth.Chain{TrustHeader: cfg.TrustUserHeader}
 	if sessions != nil {
 		chain.Sessions = sessions
@@ -154,10 +171,10 @@ func newIdentifier(ctx context.Context, cfg AuthConfig, sessions *session.Issuer
 		if cfg.TrustUserHeader {
 			log.Warn("TRUST_USER_HEADER: trusting the X-User-ID header; expose only behind a gateway that sets it")
 			if sessions == nil {
-				return auth.Header{}, nil
+				return auth.Header{}, nil, nil
 			}
 		}
-		return chain, nil
+		return chain, nil, nil
 	}
 	o := auth.TokenOptions{Audience: cfg.Audience, Issuer: cfg.Issuer}
 	if cfg.JWTSecret != "" {
@@ -166,17 +183,17 @@ func newIdentifier(ctx context.Context, cfg AuthConfig, sessions *session.Issuer
 	if cfg.JWKSURL != "" {
 		keys, err := auth.NewJWKS(ctx, auth.JWKSOptions{URL: cfg.JWKSURL, Refresh: cfg.JWKSRefresh}, log)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o.Keys = keys
 	}
 	t, err := auth.NewToken(o)
 	if err != nil {
-		return nil, fmt.Errorf("token auth: %w", err)
+		return nil, nil, fmt.Errorf("token auth: %w", err)
 	}
 	if sessions == nil {
-		return t, nil
+		return t, t, nil
 	}
 	chain.Site = t
-	return chain, nil
+	return chain, t, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/likes/likes/pkg/envflag"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
 	"github.com/likes/likes/writer-svc/internal/session"
@@ -59,6 +60,10 @@ type AuthConfig struct {
 	Audience        string
 	Issuer          string
 	TrustUserHeader bool
+	// AdminToken (a secret of at least auth.MinAdminTokenLen characters) and AdminRole (a role
+	// claim of the site's JWTs) grant the admin API: another user's likes, listed or erased.
+	AdminToken string
+	AdminRole  string
 }
 
 // Enabled reports whether the site's JWTs are configured (a bearer token is then required).
@@ -99,7 +104,10 @@ Every flag can also be set by the environment variable named after it; a flag wi
 
 API: POST and DELETE /like/{postID} (the user named by a bearer token, or by X-User-ID when
 trusted), GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
-GET /counts?posts=a,b,c, /healthz, /readyz, /metrics; with sessions on (the default),
+GET /counts?posts=a,b,c, GET /likes/{postID}/users (who liked it, newest first), GET and DELETE
+/me/likes (the user's likes: export, erase), GET and DELETE /admin/users/{userID}/likes (the same
+for an admin: ADMIN_TOKEN or a site JWT with AUTH_ADMIN_ROLE), /healthz, /readyz, /metrics;
+with sessions on (the default),
 POST /session (a token for a new anonymous user) and POST /session/refresh (a new token for the
 bearer's user).
 
@@ -147,6 +155,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&c.Auth.Audience, "auth-jwt-audience", "AUTH_JWT_AUDIENCE", "", "required aud claim of the site's tokens; required with AUTH_JWKS_URL (empty: not checked, allowed only with AUTH_JWT_SECRET)")
 	set.String(&c.Auth.Issuer, "auth-jwt-issuer", "AUTH_JWT_ISSUER", "", "required iss claim of the site's tokens, recommended with AUTH_JWKS_URL (empty: not checked)")
 	set.Bool(&c.Auth.TrustUserHeader, "trust-user-header", "TRUST_USER_HEADER", false, "believe the X-User-ID header as the user; only behind a gateway that authenticates users, sets it and strips the client's copy (not with AUTH_JWT_SECRET/AUTH_JWKS_URL)")
+	set.String(&c.Auth.AdminToken, "admin-token", "ADMIN_TOKEN", "", fmt.Sprintf("bearer token of the admin API, /admin/users/{id}/likes (at least %d characters; empty: only admin-role site JWTs)", auth.MinAdminTokenLen))
+	set.String(&c.Auth.AdminRole, "auth-admin-role", "AUTH_ADMIN_ROLE", "admin", `role that grants the admin API to a site JWT, in its "role" claim or its "roles" list (empty: no JWT is an admin's)`)
 	d := session.DefaultOptions()
 	set.Bool(&c.Session.Enabled, "sessions", "SESSIONS", true, "serve POST /session and /session/refresh and accept their tokens (Authorization: Bearer) for likes, besides the site's JWTs or a trusted X-User-ID; false needs one of those")
 	set.Duration(&c.Session.TTL, "session-ttl", "SESSION_TTL", d.TTL, "lifetime of a session token")
@@ -203,6 +213,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("auth jwt secret must be at least %d bytes", minSecretLen)
 	case c.Auth.JWKSURL != "" && c.Auth.JWKSRefresh <= 0:
 		return errors.New("jwks refresh interval must be positive")
+	case c.Auth.AdminToken != "" && len(c.Auth.AdminToken) < auth.MinAdminTokenLen:
+		return fmt.Errorf("admin token must be at least %d characters", auth.MinAdminTokenLen)
 	}
 	if err := c.validateIdentity(); err != nil {
 		return err

@@ -50,6 +50,7 @@ func newRouter(d routerDeps) http.Handler {
 	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))
 	d.likes.Routes(r)
 	d.likes.ReadRoutes(r, d.reads)
+	d.likes.UserRoutes(r, d.reads)
 	if d.sessions != nil {
 		d.sessions.Routes(r)
 	}

@@ -47,8 +47,25 @@ func (s Scheme) Count(postID string) string { return s.post(postID, ":count") }
 // is the `ts` of every published update.
 func (s Scheme) Version(postID string) string { return s.post(postID, ":ver") }
 
-// User is the dedup key that records that userID likes postID.
+// User is the dedup key that records that userID likes postID. It holds the number of the likers
+// chunk (Likers) that lists the user.
 func (s Scheme) User(postID, userID string) string { return s.post(postID, ":u:"+userID) }
+
+// Likers is one chunk of the post's likers: a sorted set of user ids scored by the version of the
+// batch that added each. Chunks are numbered from 0 and fill one after the other (the like script
+// caps each near 128), so the highest holds the newest likers.
+func (s Scheme) Likers(postID string, chunk int64) string {
+	return s.post(postID, ":lk:"+strconv.FormatInt(chunk, 10))
+}
+
+// LikersChunk holds the number of the post's current likers chunk, the one new likes go to
+// (absent: 0).
+func (s Scheme) LikersChunk(postID string) string { return s.post(postID, ":lkc") }
+
+// UserLikes is the user's index of likes: a sorted set of the posts the user likes, scored by when
+// (unix microseconds). It has no post hash tag: on a Cluster it lives in its own slot, apart from
+// the posts it names.
+func (s Scheme) UserLikes(userID string) string { return s.Prefix + "user-likes:" + userID }
 
 // Batch remembers, for a few seconds, the results of one like batch of the post (batchID is the
 // writer's id for that call), so that a batch Redis runs twice (a client retry after a lost

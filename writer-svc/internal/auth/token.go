@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -73,17 +74,39 @@ func (t *Token) UserID(r *http.Request) (string, error) {
 // Verify checks raw's signature, expiry (required) and, when configured, audience and issuer,
 // and returns its `sub`, which must be a valid user id.
 func (t *Token) Verify(ctx context.Context, raw string) (string, error) {
-	var claims jwt.RegisteredClaims
+	c, err := t.claims(ctx, raw)
+	if err != nil {
+		return "", err
+	}
+	return c.Subject, nil
+}
+
+// siteClaims are the claims read from a site's JWT: the registered ones, and the roles that
+// grant the admin API (Admin): `role`, one name, and `roles`, a list of names.
+type siteClaims struct {
+	jwt.RegisteredClaims
+	Role  string   `json:"role,omitempty"`
+	Roles []string `json:"roles,omitempty"`
+}
+
+// hasRole reports whether the claims name role.
+func (c *siteClaims) hasRole(role string) bool {
+	return role != "" && (c.Role == role || slices.Contains(c.Roles, role))
+}
+
+// claims verifies raw as Verify does and returns its claims.
+func (t *Token) claims(ctx context.Context, raw string) (*siteClaims, error) {
+	var claims siteClaims
 	_, err := t.parser.ParseWithClaims(raw, &claims, func(tok *jwt.Token) (any, error) {
 		return t.key(ctx, tok)
 	})
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	if err := ids.ValidUserID(claims.Subject); err != nil {
-		return "", fmt.Errorf("%w: token subject: %w", ErrUnauthenticated, err)
+		return nil, fmt.Errorf("%w: token subject: %w", ErrUnauthenticated, err)
 	}
-	return claims.Subject, nil
+	return &claims, nil
 }
 
 // key returns the verification key for tok's algorithm. The parser has already refused any

@@ -37,8 +37,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ids.ErrPostID), errors.Is(err, ids.ErrUserID),
 		errors.Is(err, ids.ErrNoPosts), errors.Is(err, ids.ErrTooManyPosts),
-		errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrManyUsers):
+		errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrManyUsers),
+		errors.Is(err, ErrCursor), errors.Is(err, ErrLimit):
 		serve.Error(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, auth.ErrForbidden), errors.Is(err, auth.ErrAdminOff):
+		serve.Error(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, auth.ErrUnauthenticated):
 		h.metrics.AuthFailure.Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)

@@ -38,6 +38,14 @@ type Handler struct {
 	metrics  *Metrics
 	outage   *outage // logs storage failures once per outage
 	timeout  time.Duration
+	index    *Index
+	admin    Authorizer
+	erase    time.Duration
+}
+
+// Authorizer decides whether a request may use the admin API (auth.Admin).
+type Authorizer interface {
+	Authorize(r *http.Request) error
 }
 
 // Options are a Handler's dependencies. Limit and AddrLimit may be nil (no such limit).
@@ -56,12 +64,19 @@ type Options struct {
 	Log       *zap.Logger
 	// Timeout bounds each request's work, Redis included; past it the client gets a 503.
 	Timeout time.Duration
+	// Index serves and erases a user's likes (UserRoutes); Admin authorizes the admin form.
+	Index *Index
+	Admin Authorizer
+	// EraseTimeout bounds one erasure of a user's likes (DELETE /me/likes), which unlikes every
+	// post the user liked; past it the client gets a 503 and a retry goes on where it stopped.
+	EraseTimeout time.Duration
 }
 
 // NewHandler returns a Handler.
 func NewHandler(o Options) *Handler {
 	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, perPost: o.LimitPerPost, addrs: o.AddrLimit,
-		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout}
+		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
+		index: o.Index, admin: o.Admin, erase: max(o.EraseTimeout, o.Timeout)}
 }
 
 // Routes mounts the like API on r.

@@ -1,42 +1,77 @@
 package like
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // MaxBatch is the most changes one script call may carry. The script passes a batch's dedup keys
 // to MGET and MSET through Lua's unpack, which Redis' Lua limits to about 8,000 values (MSET takes
 // two per key); 1,000 also bounds how long one call holds the shard (well under a millisecond).
 const MaxBatch = 1000
 
+// likersChunk is how many likers a chunk of a post's likers holds before new likes go to the
+// next one. 128 is Redis' default zset-max-listpack-entries, so a full chunk is still a listpack
+// (about 25 bytes a liker instead of a skiplist's ~100) and moves in one cheap MIGRATE: a post of
+// 10M likers is 78,000 small keys, not one set whose move would block its shard for seconds
+// (docs/SCALING.md). A batch may push one chunk past it (by at most one batch), never two.
+const likersChunk = 128
+
 // changeScript applies an ordered batch of likes and unlikes of one post, as if each ran alone
-// in that order, in one atomic call:
+// in that order, in one atomic call, and keeps the post's likers and (on one Redis) each user's
+// index of likes with it:
 //
 //	KEYS[1] count   KEYS[2] version   KEYS[3] channel   KEYS[4] batch key
-//	KEYS[4+i] dedup key of change i's user
+//	KEYS[5] the post's current likers chunk number   KEYS[6], KEYS[7] likers chunks ARGV[5], ARGV[5]+1
+//	KEYS[7+i] dedup key of change i's user (i = 1..n)
+//	KEYS[7+n+j] likers chunk ARGV[6+j] (j = 1..m): where the batch's unliking users' likes are
+//	KEYS[7+n+m+i] change i's user's index of likes, when ARGV[7+m+n] is "1"
 //	ARGV[1] post id   ARGV[2] PUBLISH or SPUBLISH   ARGV[3] one byte per change: L like, U unlike
 //	ARGV[4] deadline: the Redis time, in unix milliseconds, after which the batch must not run
+//	ARGV[5] the caller's guess of the current chunk number   ARGV[6] m   ARGV[6+j] chunk numbers
+//	ARGV[6+m+i] change i's user id   ARGV[7+m+n] "1": update the users' indexes here (one Redis)
 //
-// It returns {count before the batch, one byte per change}: '1' if change i liked a post not
-// liked or unliked a post liked, '0' if it changed nothing. The store derives each change's count
-// from these as the script does (results in store.go). A user repeated in one batch is counted
-// once: the script tracks each dedup key's state in a Lua table, seeded by one MGET.
+// It returns {count before the batch, one byte per change, current chunk number}: '1' if change i
+// liked a post not liked or unliked a post liked, '0' if it changed nothing. The store derives
+// each change's count from these as the script does (results in store.go). A user repeated in one
+// batch is counted once: the script tracks each dedup key's state in a Lua table, seeded by one
+// MGET. Two replies change nothing and ask for another call: {-1, current chunk} when ARGV[5] is
+// neither the current chunk nor the one before it (another writer moved on: the store calls again
+// with the number), and {-2, current chunk} when an unliking user's like is in a chunk not passed
+// in KEYS (the store reads the dedup keys again). Every key the script touches is declared, so
+// that a Cluster routes it and a slot move answers TRYAGAIN or ASK before it runs, never midway.
+//
+// Likers: a like's dedup key holds the number of the chunk that lists its user, and the chunk, a
+// sorted set, holds the user with the batch's version as score. New likes fill the current chunk
+// up to likersChunk, then go to the next one, which becomes current. An unlike removes its user
+// from the chunk its dedup key names. Chunk numbers only grow, so listing chunks from the current
+// one down lists likers newest first (likers.go).
+//
+// Index: each user's sorted set of the posts they like, scored by the like's version (export.go).
+// It has no hash tag of the post, so on a Cluster it lives in another slot and the script cannot
+// touch it: the store keeps it from outside (userindex.go). On one Redis (or Sentinel) the script
+// keeps it, and it is exact.
 //
 // Two checks come first, so that the writer's answers stay exact (TestScriptWireFormat pins them):
 //
 //   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count> <flags>" of a batch that
 //     ran, until a second after its deadline. A run that finds it changes nothing and returns
-//     that reply: go-redis re-sends a command whose reply a broken connection lost, and a
-//     second run would otherwise answer "liked":false to users whose like the first run stored.
-//     The re-run rewrites the key (same value and expiry) so that it writes something: WAIT on
-//     its connection then also covers the first run's writes (WAIT counts from a connection's
-//     last write).
+//     that reply (without the chunk number): go-redis re-sends a command whose reply a broken
+//     connection lost, and a second run would otherwise answer "liked":false to users whose like
+//     the first run stored. The re-run rewrites the key (same value and expiry) so that it writes
+//     something: WAIT on its connection then also covers the first run's writes (WAIT counts from
+//     a connection's last write).
 //   - A batch that finds Redis' clock past its deadline fails with a DEADLINE error and changes
 //     nothing. Its callers were answered 503 at that deadline (or are about to be), and a change
 //     answered 503 must never land afterwards: with two writers, a late like would overwrite
 //     the unlike the user made on the other writer after seeing the 503.
 //
-// Redis work per batch, whatever its size: one TIME, one GET of the batch key, one MGET, one GET
-// of the count, at most one MSET, one DEL, one SET of the count, one SET of the batch key, and, if
-// anything changed, one version bump and one publish of the final count. A batch of likes only,
+// Redis work per batch, whatever its size: one TIME, one GET of the batch key, one GET of the
+// chunk number and one ZCARD of its chunk, one MGET, one GET of the count, at most one MSET, one
+// DEL, one ZADD per chunk written and one ZREM per chunk unliked from, one SET of the count, one
+// SET of the batch key, and, if anything changed, one version bump and one publish of the final
+// count; on one Redis, one ZADD or ZREM per changed user's index besides. A batch of likes only,
 // by distinct users, first tries one MSETNX: when none of them had liked (a viral post's likes are
 // mostly new users) that stores them all without the MGET, about a fifth less Redis CPU per like;
 // when any had, MSETNX writes nothing and the batch takes the general path. The channel is passed
@@ -62,46 +97,85 @@ local deadline = tonumber(ARGV[4])
 if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then
   return redis.error_reply('DEADLINE like batch past its deadline, nothing changed')
 end
-local function finish(reply)
+local ops = ARGV[3]
+local n = #ops
+local m = tonumber(ARGV[6])
+local guess = tonumber(ARGV[5])
+local cur = tonumber(redis.call('GET', KEYS[5])) or 0
+if cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
+local chunkKey = {[guess] = KEYS[6], [guess + 1] = KEYS[7]}
+for j = 1, m do chunkKey[tonumber(ARGV[6 + j])] = KEYS[7 + n + j] end
+local index = ARGV[7 + m + n] == '1'
+local room = ` + strconv.Itoa(likersChunk) + ` - redis.call('ZCARD', chunkKey[cur])
+local top = cur
+local function place()
+  if top == cur and room <= 0 and cur == guess then top = cur + 1 end
+  room = room - 1
+  return top
+end
+local ver
+local function version()
+  if not ver then
+    ver = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if now > ver then ver = now end
+  end
+  return ver
+end
+local count = tonumber(redis.call('GET', KEYS[1])) or 0
+local reply = {count}
+local function finish()
   redis.call('SET', KEYS[4], string.format('%d', reply[1]) .. ' ' .. reply[2], 'PXAT', string.format('%d', deadline + 1000))
+  reply[3] = top
   return reply
 end
-local function publish(count)
-  local ver = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if now > ver then ver = now end
-  local v = string.format('%d', ver)
+local function store(adds, rems, idxAdd, idxRem)
+  local v = string.format('%d', version())
+  for k, us in pairs(adds) do
+    local args = {}
+    for i, u in ipairs(us) do args[2 * i - 1] = v; args[2 * i] = u end
+    redis.call('ZADD', k, unpack(args))
+  end
+  for k, us in pairs(rems) do redis.call('ZREM', k, unpack(us)) end
+  if index then
+    for _, k in ipairs(idxAdd) do redis.call('ZADD', k, v, ARGV[1]) end
+    for _, k in ipairs(idxRem) do redis.call('ZREM', k, ARGV[1]) end
+  end
+  if top ~= cur then redis.call('SET', KEYS[5], string.format('%d', top)) end
+  if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
   redis.call('SET', KEYS[2], v)
   redis.call(ARGV[2], KEYS[3], '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v .. '}')
 end
-local ops = ARGV[3]
-local n = #ops
-local count = tonumber(redis.call('GET', KEYS[1])) or 0
-local reply = {count}
 if not string.find(ops, 'U', 1, true) then
-  local seen, args = {}, {}
+  local seen, args, adds, idx = {}, {}, {}, {}
   local distinct = true
   for i = 1, n do
-    local k = KEYS[i + 4]
+    local k = KEYS[i + 7]
     if seen[k] then distinct = false; break end
     seen[k] = true
+    local c = place()
     args[2 * i - 1] = k
-    args[2 * i] = '1'
+    args[2 * i] = string.format('%d', c)
+    local ck = chunkKey[c]
+    if not adds[ck] then adds[ck] = {} end
+    table.insert(adds[ck], ARGV[6 + m + i])
+    if index then idx[i] = KEYS[7 + n + m + i] end
   end
   if distinct and redis.call('MSETNX', unpack(args, 1, 2 * n)) == 1 then
     count = count + n
-    redis.call('SET', KEYS[1], string.format('%d', count))
-    publish(count)
     reply[2] = string.rep('1', n)
-    return finish(reply)
+    store(adds, {}, idx, {})
+    return finish()
   end
+  room = ` + strconv.Itoa(likersChunk) + ` - redis.call('ZCARD', chunkKey[cur])
+  top = cur
 end
-local was = redis.call('MGET', unpack(KEYS, 5, n + 4))
+local was = redis.call('MGET', unpack(KEYS, 8, n + 7))
 local flags = {}
 local liked, firsts, nf = {}, {}, 0
 local changed = false
 for i = 1, n do
-  local k = KEYS[i + 4]
+  local k = KEYS[i + 7]
   local s = liked[k]
   if s == nil then
     s = was[i] ~= false
@@ -115,23 +189,40 @@ for i = 1, n do
     s = false; c = '1'
     if count > 0 then count = count - 1 end
   end
-  if c == '1' then changed = true; liked[k] = s elseif liked[k] == nil then liked[k] = s end
+  if c == '1' then changed = true end
+  liked[k] = s
   flags[i] = c
 end
 reply[2] = table.concat(flags)
-if not changed then return finish(reply) end
+if not changed then return finish() end
 local set, ns, del, nd = {}, 0, {}, 0
+local adds, rems, idxAdd, idxRem = {}, {}, {}, {}
 for j = 1, nf do
   local i = firsts[j]
-  local k = KEYS[i + 4]
+  local k = KEYS[i + 7]
   local s = liked[k]
-  if s ~= (was[i] ~= false) then
-    if s then set[ns + 1] = k; set[ns + 2] = '1'; ns = ns + 2 else nd = nd + 1; del[nd] = k end
+  local user = ARGV[6 + m + i]
+  if s and was[i] == false then
+    local c = place()
+    set[ns + 1] = k; set[ns + 2] = string.format('%d', c); ns = ns + 2
+    local ck = chunkKey[c]
+    if not adds[ck] then adds[ck] = {} end
+    table.insert(adds[ck], user)
+    if index then table.insert(idxAdd, KEYS[7 + n + m + i]) end
+  elseif not s and was[i] ~= false then
+    nd = nd + 1; del[nd] = k
+    local c = tonumber(was[i])
+    if c ~= nil then
+      local ck = chunkKey[c]
+      if not ck then return {-2, cur} end
+      if not rems[ck] then rems[ck] = {} end
+      table.insert(rems[ck], user)
+    end
+    if index then table.insert(idxRem, KEYS[7 + n + m + i]) end
   end
 end
 if ns > 0 then redis.call('MSET', unpack(set, 1, ns)) end
 if nd > 0 then redis.call('DEL', unpack(del, 1, nd)) end
-if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
-publish(count)
-return finish(reply)
+store(adds, rems, idxAdd, idxRem)
+return finish()
 `)

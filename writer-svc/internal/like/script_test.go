@@ -25,11 +25,17 @@ func TestScriptWireFormat(t *testing.T) {
 	future := time.Now().Add(time.Minute).UnixMilli()
 	past := time.Now().Add(-time.Second).UnixMilli()
 	run := func(batch, ops string, deadline int64, users ...string) ([]any, error) {
-		k := []string{keys.Count("p"), keys.Version("p"), keys.Channel("p"), keys.Batch("p", batch)}
+		k := []string{keys.Count("p"), keys.Version("p"), keys.Channel("p"), keys.Batch("p", batch),
+			keys.LikersChunk("p"), keys.Likers("p", 0), keys.Likers("p", 1)}
+		args := []any{"p", "PUBLISH", ops, deadline, 0, 0}
 		for _, u := range users {
 			k = append(k, keys.User("p", u))
+			args = append(args, u)
 		}
-		return changeScript.EvalSha(ctx, rdb, k, "p", "PUBLISH", ops, deadline).Slice()
+		for _, u := range users {
+			k = append(k, keys.UserLikes(u))
+		}
+		return changeScript.EvalSha(ctx, rdb, k, append(args, "1")...).Slice()
 	}
 	steps := []struct {
 		name      string
@@ -53,7 +59,7 @@ func TestScriptWireFormat(t *testing.T) {
 		switch {
 		case st.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), st.wantErr)):
 			t.Errorf("%s: got %v, %v; want an error reply %q...", st.name, got, err, st.wantErr)
-		case st.wantErr == "" && (err != nil || len(got) != 2 || got[0] != st.want[0] || got[1] != st.want[1]):
+		case st.wantErr == "" && (err != nil || len(got) < 2 || got[0] != st.want[0] || got[1] != st.want[1]):
 			t.Errorf("%s: got %#v, %v; want %#v", st.name, got, err, st.want)
 		}
 		if n, _ := rdb.Get(ctx, keys.Count("p")).Result(); n != st.wantCount {
@@ -61,8 +67,10 @@ func TestScriptWireFormat(t *testing.T) {
 		}
 		for _, u := range []string{"a", "b", "c", "d"} {
 			liked := rdb.Exists(ctx, keys.User("p", u)).Val() == 1
-			if want := slices.Contains(st.wantLiked, u); liked != want {
-				t.Errorf("%s: %s liked %v; want %v", st.name, u, liked, want)
+			listed := rdb.ZScore(ctx, keys.Likers("p", 0), u).Err() == nil
+			indexed := rdb.ZScore(ctx, keys.UserLikes(u), "p").Err() == nil
+			if want := slices.Contains(st.wantLiked, u); liked != want || listed != want || indexed != want {
+				t.Errorf("%s: %s liked %v, in likers chunk 0 %v, in the user's index %v; want %v", st.name, u, liked, listed, indexed, want)
 			}
 		}
 	}
@@ -91,7 +99,8 @@ func TestResultsRejectsMalformedReply(t *testing.T) {
 		{"nil", nil},
 		{"empty", []any{}},
 		{"count only", []any{int64(3)}},
-		{"three values", []any{int64(3), "11", "x"}},
+		{"chunk not an integer", []any{int64(3), "11", "x"}},
+		{"four values", []any{int64(3), "11", int64(0), int64(0)}},
 		{"count not an integer", []any{"3", "11"}},
 		{"flags not a string", []any{int64(3), int64(11)}},
 		{"too few flags", []any{int64(3), "1"}},
@@ -99,12 +108,15 @@ func TestResultsRejectsMalformedReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if res, err := results(tt.give, two); err == nil || !settled(err) {
+			if res, _, err := results(tt.give, two); err == nil || !settled(err) {
 				t.Errorf("results(%#v) = %+v, %v; want a malformed-reply error", tt.give, res, err)
 			}
 		})
 	}
-	if res, err := results([]any{int64(3), "11"}, two); err != nil || res[0] != (Result{4, true}) || res[1] != (Result{3, true}) {
-		t.Errorf("well-formed reply: %+v, %v; want counts 4 then 3", res, err)
+	if res, cur, err := results([]any{int64(3), "11", int64(2)}, two); err != nil || res[0] != (Result{4, true}) || res[1] != (Result{3, true}) || cur != 2 {
+		t.Errorf("well-formed reply: %+v, chunk %d, %v; want counts 4 then 3, chunk 2", res, cur, err)
+	}
+	if _, cur, err := results([]any{int64(3), "11"}, two); err != nil || cur != -1 {
+		t.Errorf("a re-run's reply: chunk %d, %v; want -1 (none)", cur, err)
 	}
 }
