@@ -43,7 +43,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	a := &app{rdb: rdb}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{
-		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: cfg.RequestTimeout + time.Second,
+		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
 	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
@@ -97,6 +97,16 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	})
 	return a, nil
 }
+
+// indexGrace is how long a like may still land after its index entry was written (the longest
+// a like request takes, and a second of margin): like.StoreOptions.IndexGrace.
+func indexGrace(cfg Config) time.Duration { return cfg.RequestTimeout + time.Second }
+
+// minClusterWriteTimeout is the shortest WRITE_TIMEOUT that lets an erasure of a user's likes on
+// a Cluster answer: it waits out indexGrace before its last pass, which takes up to a second more,
+// and eraseTimeout keeps a second to write the response. Shorter, every DELETE /me/likes would
+// remove the likes and still answer 503, the retries too.
+func minClusterWriteTimeout(cfg Config) time.Duration { return indexGrace(cfg) + 2*time.Second }
 
 // eraseTimeout bounds an erasure of a user's likes: as long as the response may take to write,
 // less a second to write it in (30 s when writes have no timeout).

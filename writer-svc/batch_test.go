@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
@@ -21,6 +22,7 @@ import (
 // post's shard is the server the test watches, kills and restarts.
 type backend struct {
 	writer  *testWriter
+	data    redis.UniversalClient // every key, whatever its slot (writer.RDB is the post's server)
 	kill    func()
 	restart func()
 }
@@ -43,7 +45,7 @@ var backends = []struct {
 func singleBackend(t *testing.T, _ string, redisArgs []string, flags ...string) *backend {
 	srv := redistest.Start(t, redisArgs...)
 	w := startWriter(t, srv, append([]string{trustHeader}, flags...)...)
-	return &backend{writer: w, kill: srv.Kill, restart: srv.Restart}
+	return &backend{writer: w, data: w.RDB, kill: srv.Kill, restart: srv.Restart}
 }
 
 func clusterBackend(t *testing.T, post string, redisArgs []string, flags ...string) *backend {
@@ -52,7 +54,7 @@ func clusterBackend(t *testing.T, post string, redisArgs []string, flags ...stri
 	w.Redis = c.NodeFor(keys.Count(post))
 	w.RDB = w.Redis.Client(t)
 	i := c.Index(w.Redis)
-	return &backend{writer: w, kill: func() { c.Kill(i) }, restart: func() { c.Restart(i) }}
+	return &backend{writer: w, data: c.Client(t), kill: func() { c.Kill(i) }, restart: func() { c.Restart(i) }}
 }
 
 // change is one request of a test load: a like or an unlike of the post by user.
@@ -223,37 +225,46 @@ type replay struct {
 	repeatsInBatch int // calls in which some user appears twice
 }
 
-// replayBatches applies the like script's semantics to calls (EVALSHA arguments: sha, numkeys,
-// count, version, channel, batch key, dedup keys..., post, publish command, one L or U per
-// change, deadline), in order, from an empty post. A call whose batch key was seen before is a
-// re-run, which changes nothing (go-redis retried it); a call refused for its deadline would
-// have answered 503, which the test does not expect with its long timeout.
-func replayBatches(t *testing.T, calls [][]string, post string) replay {
+// replayBatches applies the like script's semantics to the script calls Redis ran (EVALSHA
+// arguments: sha, numkeys, the keys with the count first and the batch key fourth, then post,
+// publish command, one L or U per change, deadline, chunk guess, m, m chunk numbers, the changes'
+// user ids, index flag; see changeScript), in order, from an empty post. A call whose batch key was
+// seen before is a re-run, which changes nothing (go-redis retried it). A call whose batch key the
+// script never wrote returned before changing anything: sent back for its likers chunks (the store
+// calls again under a new batch key) or refused for its deadline (answered 503, which the test
+// does not expect with its long timeout).
+func replayBatches(t *testing.T, log scriptLog, post string) replay {
 	t.Helper()
-	userPrefix := keys.User(post, "")
+	for _, call := range log.evals {
+		if len(call) > 3 && call[3] == keys.Count(post) {
+			t.Fatalf("a like script ran by EVAL (script cache lost?): the replay would count it twice: %.200q", call)
+		}
+	}
 	r := replay{answers: map[change][]outcome{}}
 	liked := map[string]bool{}
 	ran := map[string]bool{} // batch keys
-	for _, call := range calls {
+	for _, call := range log.calls {
 		numkeys, err := strconv.Atoi(call[2])
-		if err != nil || len(call) != 3+numkeys+4 || call[3] != keys.Count(post) {
+		if err != nil || len(call) < 3+numkeys+6 || call[3] != keys.Count(post) {
 			continue // another post's call
 		}
-		if ran[call[6]] {
+		if ran[call[6]] || !log.written[call[6]] {
 			continue
 		}
 		ran[call[6]] = true
-		users, ops := call[7:3+numkeys], call[3+numkeys+2]
-		if len(ops) != len(users) {
-			t.Fatalf("script call with %d users and ops %q", len(users), ops)
+		argv := call[3+numkeys:]
+		ops := argv[2]
+		m, err := strconv.Atoi(argv[5])
+		if err != nil || len(argv) != 7+m+len(ops) {
+			t.Fatalf("script call with %d arguments, ops %q, m %q", len(argv), ops, argv[5])
 		}
+		users := argv[6+m : 6+m+len(ops)]
 		r.calls++
 		r.changes += len(users)
 		r.largest = max(r.largest, len(users))
 		seen := map[string]bool{}
 		repeated := false
-		for i, key := range users {
-			user := strings.TrimPrefix(key, userPrefix)
+		for i, user := range users {
 			repeated = repeated || seen[user]
 			seen[user] = true
 			c := change{user: user, unlike: ops[i] == 'U'}

@@ -137,7 +137,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	}
 	c.Serve.Register(set, ":8080")
 	set.Duration(&c.Serve.ReadTimeout, "read-timeout", "READ_TIMEOUT", 10*time.Second, "time allowed to read a whole request")
-	set.Duration(&c.Serve.WriteTimeout, "write-timeout", "WRITE_TIMEOUT", 10*time.Second, "time allowed to write a response (must exceed the request timeout)")
+	set.Duration(&c.Serve.WriteTimeout, "write-timeout", "WRITE_TIMEOUT", 10*time.Second, "time allowed to write a response (must exceed the request timeout; on a Cluster, by 3s or more)")
 	c.Redis.Register(set)
 	set.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	set.Duration(&c.RequestTimeout, "request-timeout", "REQUEST_TIMEOUT", 2*time.Second, "time allowed for one request's Redis work; past it the client gets 503 with Retry-After")
@@ -209,12 +209,19 @@ func (c Config) validate() error {
 		return fmt.Errorf("ack replicas %d must not be negative", c.AckReplicas)
 	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:
 		return fmt.Errorf("write timeout %s must exceed the request timeout %s", c.Serve.WriteTimeout, c.RequestTimeout)
+	case c.Redis.Cluster() && c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout < minClusterWriteTimeout(c):
+		return fmt.Errorf("write timeout %s must be at least %s on a Cluster (the request timeout + 3s): an erasure of a user's likes (DELETE /me/likes) waits out the request timeout + 1s before it answers",
+			c.Serve.WriteTimeout, minClusterWriteTimeout(c))
 	case c.Auth.JWTSecret != "" && len(c.Auth.JWTSecret) < minSecretLen:
 		return fmt.Errorf("auth jwt secret must be at least %d bytes", minSecretLen)
 	case c.Auth.JWKSURL != "" && c.Auth.JWKSRefresh <= 0:
 		return errors.New("jwks refresh interval must be positive")
 	case c.Auth.AdminToken != "" && len(c.Auth.AdminToken) < auth.MinAdminTokenLen:
 		return fmt.Errorf("admin token must be at least %d characters", auth.MinAdminTokenLen)
+	case c.Auth.AdminToken != "" && !sendableBearer(c.Auth.AdminToken):
+		// Checked here because the writer parses every bearer as RFC 6750 token68: a token with
+		// other characters would start and then answer every admin request 401.
+		return errors.New("admin token must be made of A-Z a-z 0-9 - . _ ~ + / = (a bearer token's characters)")
 	}
 	if err := c.validateIdentity(); err != nil {
 		return err
@@ -250,4 +257,11 @@ func (c Config) validateIdentity() error {
 			"must not be accepted (set AUTH_JWT_ISSUER too)")
 	}
 	return nil
+}
+
+// sendableBearer reports whether token can arrive as a bearer token (Authorization: Bearer token)
+// that the writer's parser accepts.
+func sendableBearer(token string) bool {
+	got, err := auth.ParseBearer("Bearer " + token)
+	return err == nil && got == token
 }

@@ -150,7 +150,7 @@ func TestRunHelp(t *testing.T) {
 	for _, want := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_CLUSTER_ADDRS", "REDIS_SENTINEL_ADDRS", "REDIS_SENTINEL_MASTER", "REDIS_PREFIX", "LOG_LEVEL",
 		"REQUEST_TIMEOUT", "CORS_ORIGINS", "LIKE_RATE", "AUTH_JWT_SECRET", "AUTH_JWKS_URL", "X-User-ID", "gateway",
 		"READ_HEADER_TIMEOUT", "READ_TIMEOUT", "WRITE_TIMEOUT", "IDLE_TIMEOUT", "MAX_HEADER_BYTES", "SHUTDOWN_TIMEOUT",
-		"BATCH_WINDOW", "BATCH_SIZE", "REDIS_ACK_REPLICAS"} {
+		"BATCH_WINDOW", "BATCH_SIZE", "REDIS_ACK_REPLICAS", "ADMIN_TOKEN", "AUTH_ADMIN_ROLE", "/me/likes", "/likes/{postID}/users"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %s", want)
 		}
@@ -187,6 +187,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"key rotation not whole seconds", []string{"--sessions", "--session-key-rotate", "1500ms"}, nil, "whole seconds"},
 		{"bad session rate", nil, map[string]string{"SESSION_RATE": "lots"}, "session rate"},
 		{"bad trusted proxy", nil, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, "trusted proxies"},
+		{"short admin token", nil, map[string]string{"ADMIN_TOKEN": "short"}, "admin token"},
+		{"cluster write timeout too short to erase", nil, map[string]string{"REDIS_CLUSTER_ADDRS": "a:7000", "WRITE_TIMEOUT": "4s"}, "on a Cluster"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -82,16 +83,38 @@ func (t *Token) Verify(ctx context.Context, raw string) (string, error) {
 }
 
 // siteClaims are the claims read from a site's JWT: the registered ones, and the roles that
-// grant the admin API (Admin): `role`, one name, and `roles`, a list of names.
+// grant the admin API (Admin): `role`, usually one name, and `roles`, usually a list of names.
 type siteClaims struct {
 	jwt.RegisteredClaims
-	Role  string   `json:"role,omitempty"`
-	Roles []string `json:"roles,omitempty"`
+	Role  roleNames `json:"role,omitempty"`
+	Roles roleNames `json:"roles,omitempty"`
 }
 
 // hasRole reports whether the claims name role.
 func (c *siteClaims) hasRole(role string) bool {
-	return role != "" && (c.Role == role || slices.Contains(c.Roles, role))
+	return role != "" && (slices.Contains(c.Role, role) || slices.Contains(c.Roles, role))
+}
+
+// roleNames is a role claim, read as one name or a list of names: identity providers differ
+// (some send `role` as a list once a user has several, or `roles` as a string when there is one).
+// A claim of any other shape names no role instead of failing the token: every like verifies
+// these claims, and a like must not depend on a claim only the admin API reads.
+type roleNames []string
+
+// UnmarshalJSON reads a string as one name, a list of strings as names, and anything else as none.
+func (r *roleNames) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*r = roleNames{one}
+		return nil
+	}
+	var many []string
+	if json.Unmarshal(b, &many) == nil {
+		*r = many
+		return nil
+	}
+	*r = nil
+	return nil
 }
 
 // claims verifies raw as Verify does and returns its claims.
