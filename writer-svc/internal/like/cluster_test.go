@@ -3,14 +3,9 @@ package like
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
 )
 
@@ -18,17 +13,7 @@ import (
 // slot: the four keys must hash to one slot (or Redis refuses the script with CROSSSLOT) and the
 // update must arrive on a sharded subscription (SPUBLISH), not a classic one.
 func TestClusterModeUsesShardedPublish(t *testing.T) {
-	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-	if _, err := srv.Do("CLUSTER", "ADDSLOTSRANGE", 0, 16383); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, 10*time.Second, "cluster_state:ok", func() bool {
-		info, err := srv.Do("CLUSTER", "INFO")
-		s, _ := info.(string)
-		return err == nil && strings.Contains(s, "cluster_state:ok")
-	})
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := oneNodeCluster(t)
 	ctx := context.Background()
 	s := NewStore(rdb, keys, StoreOptions{Cluster: true})
 	if err := s.Load(ctx); err != nil {

@@ -163,7 +163,6 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			if unliked, err = s.likedChunks(ctx, post, changes); err != nil {
 				return nil, err
 			}
-			reread = false
 		}
 		keys, args := s.call(post, changes, guess, unliked, cutoff)
 		reply, err := s.run(ctx, keys, args, cutoff) // again while the post's slot moves: moving.go

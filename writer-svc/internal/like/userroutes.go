@@ -93,7 +93,7 @@ func (h *Handler) userLikes(w http.ResponseWriter, r *http.Request, who func(*ht
 	h.outage.ok()
 	out := userLikesReply{UserID: user, Likes: make([]likedPostJSON, len(posts)), NextCursor: next}
 	for i, p := range posts {
-		out.Likes[i] = likedPostJSON{PostID: p.PostID, LikedAt: p.LikedAt}
+		out.Likes[i] = likedPostJSON(p)
 	}
 	serve.JSON(w, http.StatusOK, out)
 }
@@ -138,7 +138,7 @@ func (h *Handler) likers(w http.ResponseWriter, r *http.Request, rd *Reader) {
 	h.outage.ok()
 	out := likersReply{PostID: post, Count: count, Users: make([]likerJSON, len(users)), NextCursor: next}
 	for i, u := range users {
-		out.Users[i] = likerJSON{UserID: u.UserID, LikedAt: u.LikedAt}
+		out.Users[i] = likerJSON(u)
 	}
 	serve.JSON(w, http.StatusOK, out)
 }
