@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # migrate-cost.sh — what moving a post's likers costs a slot move (issue 20, docs/SCALING.md): one
-# sorted set of LIKERS members against the same likers in chunks of 128 (the like script's layout),
+# sorted set of LIKERS members against the same likers in lists of 128 (the like script's chunks),
 # moved with MIGRATE between two fresh redis-servers, as pkg/slotmove moves a slot's keys. MIGRATE
 # blocks the source while it serializes and sends a key and the target while it restores it, so the
 # longest single call is how long every other post of both shards waits.
@@ -35,16 +35,18 @@ done
 src() { redis-cli -p "$SRC" "$@"; }
 now_ms() { date +%s%3N; }
 
-# Fill: one Lua call adds 10,000 members (score = member's index, user ids as the writer's tests).
+# Fill: one Lua call adds 10,000 likers (user ids as the writer's tests): to one sorted set (score =
+# the liker's index), or RPUSHed to lists of chunk likers each.
 fill=$(cat <<'LUA'
 local key, from, to, chunk = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local args = {}
 for i = from, to do
-  args[#args + 1] = i; args[#args + 1] = 'user-' .. i
-  if chunk > 0 and (i + 1) % chunk == 0 or i == to then
-    local k = key
-    if chunk > 0 then k = key .. ':' .. math.floor(i / chunk) end
-    redis.call('ZADD', k, unpack(args)); args = {}
+  if chunk == 0 then args[#args + 1] = i end
+  args[#args + 1] = 'user-' .. i
+  if chunk > 0 and ((i + 1) % chunk == 0 or i == to) then
+    redis.call('RPUSH', key .. ':' .. math.floor(i / chunk), unpack(args)); args = {}
+  elseif chunk == 0 and i == to then
+    redis.call('ZADD', key, unpack(args)); args = {}
   elseif #args >= 7000 then
     redis.call('ZADD', key, unpack(args)); args = {}
   end

@@ -26,8 +26,7 @@ type UserLikesPage struct {
 
 // Liker is one entry of a post's likers (GET /likes/{postID}/users).
 type Liker struct {
-	UserID  string    `json:"user_id"`
-	LikedAt time.Time `json:"liked_at"`
+	UserID string `json:"user_id"`
 }
 
 // LikersPage is one page of a post's likers, newest first, with the post's count.

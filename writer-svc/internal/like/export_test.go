@@ -306,7 +306,7 @@ func TestIndexDelete(t *testing.T) {
 			if n := r.rdb.Exists(ctx, keys.User(p, "alice")).Val(); n != 0 {
 				t.Errorf("alice's dedup key of %s survived", p)
 			}
-			if err := r.rdb.ZScore(ctx, keys.Likers(p, 0), "alice").Err(); !errors.Is(err, redis.Nil) {
+			if err := r.rdb.LPos(ctx, keys.Likers(p, 0), "alice", redis.LPosArgs{}).Err(); !errors.Is(err, redis.Nil) {
 				t.Errorf("alice still among %s's likers (%v)", p, err)
 			}
 		}
@@ -318,7 +318,7 @@ func TestIndexDelete(t *testing.T) {
 				if n := r.rdb.Exists(ctx, keys.User(p, user)).Val(); n != 1 {
 					t.Errorf("%s's like of %s is gone", user, p)
 				}
-				if err := r.rdb.ZScore(ctx, keys.Likers(p, 0), user).Err(); err != nil {
+				if err := r.rdb.LPos(ctx, keys.Likers(p, 0), user, redis.LPosArgs{}).Err(); err != nil {
 					t.Errorf("%s is no longer among %s's likers: %v", user, p, err)
 				}
 			}

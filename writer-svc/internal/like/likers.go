@@ -6,30 +6,22 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// Liker is one entry of a post's likers: the user and when their like was stored (the version of
-// the batch that stored it).
-type Liker struct {
-	UserID  string
-	LikedAt time.Time
-}
 
 // maxChunksPerPage bounds the likers chunks one page reads: chunks emptied by unlikes are
 // skipped, and a post whose likers mostly left could otherwise make one request read thousands.
 // A page that reaches it ends early with a cursor to go on from.
 const maxChunksPerPage = 32
 
-// Likers returns post's like count and up to limit of its likers, newest first, from cursor (""
-// for the newest), and the cursor of the next page ("" after the last). The likers are the
+// Likers returns post's like count and up to limit of the users who like it, newest first, from
+// cursor ("" for the newest), and the cursor of the next page ("" after the last). The likers are the
 // chunks the like script keeps (changeScript), exact in every deployment: the script writes them
 // with the dedup keys. A cursor is "<chunk>" (from the top of that chunk) or "<chunk>.<rank>"
 // (the entries of that chunk below rank, counted from its oldest): new likes go to the current
 // chunk's top and do not shift a next page, an unlike meanwhile shifts it by one.
-func (rd *Reader) Likers(ctx context.Context, post, cursor string, limit int) (int64, []Liker, string, error) {
+func (rd *Reader) Likers(ctx context.Context, post, cursor string, limit int) (int64, []string, string, error) {
 	if limit < 1 || limit > MaxPage {
 		return 0, nil, "", ErrLimit
 	}
@@ -56,19 +48,18 @@ func (rd *Reader) Likers(ctx context.Context, post, cursor string, limit int) (i
 		}
 		chunk, rank = cur, -1
 	}
-	out := make([]Liker, 0, limit)
+	out := make([]string, 0, limit)
 	for read := 0; chunk >= 0; read++ {
 		if read == maxChunksPerPage || len(out) == limit {
 			return count, out, likersCursor(chunk, rank), nil
 		}
 		want := int64(limit - len(out))
-		zs, lo, err := rd.chunkPage(ctx, post, chunk, rank, want)
+		users, lo, err := rd.chunkPage(ctx, post, chunk, rank, want)
 		if err != nil {
 			return 0, nil, "", err
 		}
-		for i := len(zs) - 1; i >= 0; i-- {
-			user, _ := zs[i].Member.(string)
-			out = append(out, Liker{UserID: user, LikedAt: time.UnixMicro(int64(zs[i].Score)).UTC()})
+		for i := len(users) - 1; i >= 0; i-- {
+			out = append(out, users[i])
 		}
 		if lo > 0 {
 			rank = lo
@@ -81,24 +72,24 @@ func (rd *Reader) Likers(ctx context.Context, post, cursor string, limit int) (i
 
 // chunkPage reads up to want entries of one likers chunk below rank (-1: from its top), oldest
 // first, and returns the rank of the lowest one read.
-func (rd *Reader) chunkPage(ctx context.Context, post string, chunk, rank, want int64) ([]redis.Z, int64, error) {
+func (rd *Reader) chunkPage(ctx context.Context, post string, chunk, rank, want int64) ([]string, int64, error) {
 	key := rd.keys.Likers(post, chunk)
 	if rank >= 0 {
 		lo := max(rank-want, 0)
 		if rank == 0 {
 			return nil, 0, nil
 		}
-		zs, err := rd.rdb.ZRangeWithScores(ctx, key, lo, rank-1).Result()
+		users, err := rd.rdb.LRange(ctx, key, lo, rank-1).Result()
 		if err != nil {
 			return nil, 0, fmt.Errorf("likers of %s: %w", post, err)
 		}
-		return zs, lo, nil
+		return users, lo, nil
 	}
 	var card *redis.IntCmd
-	var page *redis.ZSliceCmd
+	var page *redis.StringSliceCmd
 	_, err := rd.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		card = p.ZCard(ctx, key)
-		page = p.ZRangeWithScores(ctx, key, -want, -1)
+		card = p.LLen(ctx, key)
+		page = p.LRange(ctx, key, -want, -1)
 		return nil
 	})
 	if err != nil {

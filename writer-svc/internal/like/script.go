@@ -12,10 +12,12 @@ import (
 const MaxBatch = 1000
 
 // likersChunk is how many likers a chunk of a post's likers holds before new likes go to the
-// next one. 128 is Redis' default zset-max-listpack-entries, so a full chunk is still a listpack
-// (about 25 bytes a liker instead of a skiplist's ~100) and moves in one cheap MIGRATE: a post of
-// 10M likers is 78,000 small keys, not one set whose move would block its shard for seconds
-// (docs/SCALING.md). A batch may push one chunk past it (by at most one batch), never two.
+// next one. A chunk is a list: 128 ids of a typical length (up to about 60 bytes) fit one
+// listpack node of Redis' default list-max-listpack-size (8 KB), longer ones take a second node,
+// so a chunk costs about the id's length and a few bytes a liker, and it moves
+// in one cheap MIGRATE: a post of 10M likers is 78,000 small keys, not one set whose move would
+// block its shard for seconds (docs/SCALING.md). A batch may push one chunk past it (by at most
+// one batch), never two.
 const likersChunk = 128
 
 // changeScript applies an ordered batch of likes and unlikes of one post, as if each ran alone
@@ -43,10 +45,12 @@ const likersChunk = 128
 // that a Cluster routes it and a slot move answers TRYAGAIN or ASK before it runs, never midway.
 //
 // Likers: a like's dedup key holds the number of the chunk that lists its user, and the chunk, a
-// sorted set, holds the user with the batch's version as score. New likes fill the current chunk
-// up to likersChunk, then go to the next one, which becomes current. An unlike removes its user
-// from the chunk its dedup key names. Chunk numbers only grow, so listing chunks from the current
-// one down lists likers newest first (likers.go).
+// list, holds the users in the order their likes were stored (RPUSH: O(1) a liker, where a sorted
+// set scored by time costs a scan of its listpack per insert, about 10x the Redis CPU). New likes
+// fill the current chunk up to likersChunk, then go to the next one, which becomes current. An
+// unlike removes its user from the chunk its dedup key names (LREM: a scan of at most one chunk;
+// unlikes are rare). Chunk numbers only grow, so listing chunks from the current one down, each
+// from its tail, lists likers newest first (likers.go).
 //
 // Index: each user's sorted set of the posts they like, scored by the like's version (export.go).
 // It has no hash tag of the post, so on a Cluster it lives in another slot and the script cannot
@@ -68,8 +72,8 @@ const likersChunk = 128
 //     the unlike the user made on the other writer after seeing the 503.
 //
 // Redis work per batch, whatever its size: one TIME, one GET of the batch key, one GET of the
-// chunk number and one ZCARD of its chunk, one MGET, one GET of the count, at most one MSET, one
-// DEL, one ZADD per chunk written and one ZREM per chunk unliked from, one SET of the count, one
+// chunk number and one LLEN of its chunk, one MGET, one GET of the count, at most one MSET, one
+// DEL, one RPUSH per chunk written and one LREM per unliking user, one SET of the count, one
 // SET of the batch key, and, if anything changed, one version bump and one publish of the final
 // count; on one Redis, one ZADD or ZREM per changed user's index besides. A batch of likes only,
 // by distinct users, first tries one MSETNX: when none of them had liked (a viral post's likes are
@@ -106,7 +110,7 @@ if cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
 local chunkKey = {[guess] = KEYS[6], [guess + 1] = KEYS[7]}
 for j = 1, m do chunkKey[tonumber(ARGV[6 + j])] = KEYS[7 + n + j] end
 local index = ARGV[7 + m + n] == '1'
-local room = ` + strconv.Itoa(likersChunk) + ` - redis.call('ZCARD', chunkKey[cur])
+local room = ` + strconv.Itoa(likersChunk) + ` - redis.call('LLEN', chunkKey[cur])
 local top = cur
 local function place()
   if top == cur and room <= 0 and cur == guess then top = cur + 1 end
@@ -131,12 +135,10 @@ local function finish()
 end
 local function store(adds, rems, idxAdd, idxRem)
   local v = string.format('%d', version())
-  for k, us in pairs(adds) do
-    local args = {}
-    for i, u in ipairs(us) do args[2 * i - 1] = v; args[2 * i] = u end
-    redis.call('ZADD', k, unpack(args))
+  for k, us in pairs(adds) do redis.call('RPUSH', k, unpack(us)) end
+  for k, us in pairs(rems) do
+    for _, u in ipairs(us) do redis.call('LREM', k, 1, u) end
   end
-  for k, us in pairs(rems) do redis.call('ZREM', k, unpack(us)) end
   if index then
     for _, k in ipairs(idxAdd) do redis.call('ZADD', k, v, ARGV[1]) end
     for _, k in ipairs(idxRem) do redis.call('ZREM', k, ARGV[1]) end
@@ -167,7 +169,7 @@ if not string.find(ops, 'U', 1, true) then
     store(adds, {}, idx, {})
     return finish()
   end
-  room = ` + strconv.Itoa(likersChunk) + ` - redis.call('ZCARD', chunkKey[cur])
+  room = ` + strconv.Itoa(likersChunk) + ` - redis.call('LLEN', chunkKey[cur])
   top = cur
 end
 local was = redis.call('MGET', unpack(KEYS, 8, n + 7))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -67,7 +69,7 @@ func TestScriptWireFormat(t *testing.T) {
 		}
 		for _, u := range []string{"a", "b", "c", "d"} {
 			liked := rdb.Exists(ctx, keys.User("p", u)).Val() == 1
-			listed := rdb.ZScore(ctx, keys.Likers("p", 0), u).Err() == nil
+			listed := rdb.LPos(ctx, keys.Likers("p", 0), u, redis.LPosArgs{}).Err() == nil
 			indexed := rdb.ZScore(ctx, keys.UserLikes(u), "p").Err() == nil
 			if want := slices.Contains(st.wantLiked, u); liked != want || listed != want || indexed != want {
 				t.Errorf("%s: %s liked %v, in likers chunk 0 %v, in the user's index %v; want %v", st.name, u, liked, listed, indexed, want)

@@ -30,9 +30,10 @@ type erasedReply struct {
 	Removed int    `json:"removed"`
 }
 
+// likerJSON is one entry of a post's likers: an object, not a bare id, so that a field (a name,
+// an avatar a site joins in) can be added without breaking clients.
 type likerJSON struct {
-	UserID  string    `json:"user_id"`
-	LikedAt time.Time `json:"liked_at"`
+	UserID string `json:"user_id"`
 }
 
 type likersReply struct {
@@ -126,7 +127,7 @@ func (h *Handler) likers(w http.ResponseWriter, r *http.Request, rd *Reader) {
 		limit, err = pageLimit(r)
 	}
 	var count int64
-	var users []Liker
+	var users []string
 	var next string
 	if err == nil {
 		count, users, next, err = rd.Likers(ctx, post, r.URL.Query().Get("cursor"), limit)
@@ -138,7 +139,7 @@ func (h *Handler) likers(w http.ResponseWriter, r *http.Request, rd *Reader) {
 	h.outage.ok()
 	out := likersReply{PostID: post, Count: count, Users: make([]likerJSON, len(users)), NextCursor: next}
 	for i, u := range users {
-		out.Users[i] = likerJSON(u)
+		out.Users[i] = likerJSON{UserID: u}
 	}
 	serve.JSON(w, http.StatusOK, out)
 }
