@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/likes/likes/pkg/redistest"
 )
 
 // BenchmarkLikerMemory stores b.N likes of one post, each by a new user, in batches of MaxBatch
@@ -20,29 +18,12 @@ import (
 //
 // It uses nothing newer than Store.Apply, so the same file measures an older store too.
 func BenchmarkLikerMemory(b *testing.B) {
-	srv := redistest.Start(b)
-	rdb := srv.Client(b)
 	ctx := context.Background()
-	s := NewStore(rdb, keys, StoreOptions{})
-	if err := s.Load(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, rdb := benchStore(b)
 	before := usedMemory(ctx, b, rdb)
 	b.ResetTimer()
-	changes := make([]Change, 0, MaxBatch)
-	for i := 0; i < b.N; i++ {
-		changes = append(changes, Change{User: "user-" + strconv.Itoa(i)})
-		if len(changes) == MaxBatch || i == b.N-1 {
-			if _, err := s.Apply(ctx, "viral", changes); err != nil {
-				b.Fatal(err)
-			}
-			changes = changes[:0]
-		}
-	}
+	likeNewUsers(ctx, b, s, "viral", MaxBatch)
 	b.StopTimer()
-	if n, err := s.Count(ctx, "viral"); err != nil || n != int64(b.N) {
-		b.Fatalf("count %d, %v; want %d", n, err, b.N)
-	}
 	b.ReportMetric(float64(usedMemory(ctx, b, rdb)-before)/float64(b.N), "B/like")
 }
 
@@ -52,6 +33,8 @@ func BenchmarkLikerMemory(b *testing.B) {
 // "new-users" likes come from users who never liked anything, so each creates its user's index
 // key (the viral case bench-writer measures); "returning-users" come from users who already like
 // one other post, as most of a site's likers do, so each adds an entry to an index that exists.
+// It shares the ceiling benchmarks' Redis (benchRedis: LIKES_BENCH_REDIS or a throwaway server)
+// and their CPU reading (redisCPU); unlike them it calls from one goroutine, batch after batch.
 //
 //	go test -run '^$' -bench BenchmarkLikeRedisCPU -benchtime 200000x -count 3 ./writer-svc/internal/like/
 func BenchmarkLikeRedisCPU(b *testing.B) {
@@ -61,62 +44,52 @@ func BenchmarkLikeRedisCPU(b *testing.B) {
 			name = "returning-users"
 		}
 		b.Run(name, func(b *testing.B) {
-			srv := redistest.Start(b)
-			rdb := srv.Client(b)
 			ctx := context.Background()
-			s := NewStore(rdb, keys, StoreOptions{})
-			if err := s.Load(ctx); err != nil {
-				b.Fatal(err)
-			}
-			const batch = 20
-			likeAll := func(post string) {
-				changes := make([]Change, 0, batch)
-				for i := 0; i < b.N; i++ {
-					changes = append(changes, Change{User: "user-" + strconv.Itoa(i)})
-					if len(changes) == batch || i == b.N-1 {
-						if _, err := s.Apply(ctx, post, changes); err != nil {
-							b.Fatal(err)
-						}
-						changes = changes[:0]
-					}
-				}
-			}
+			s, rdb := benchStore(b)
 			if returning {
-				likeAll("earlier")
+				likeNewUsers(ctx, b, s, "earlier", 20)
 			}
-			before := infoNumber(ctx, b, rdb, "cpu", "used_cpu_user") + infoNumber(ctx, b, rdb, "cpu", "used_cpu_sys")
+			before := redisCPU(b, rdb)
 			b.ResetTimer()
-			likeAll("hot")
+			likeNewUsers(ctx, b, s, "hot", 20)
 			b.StopTimer()
-			after := infoNumber(ctx, b, rdb, "cpu", "used_cpu_user") + infoNumber(ctx, b, rdb, "cpu", "used_cpu_sys")
-			if n, err := s.Count(ctx, "hot"); err != nil || n != int64(b.N) {
-				b.Fatalf("count %d, %v; want %d", n, err, b.N)
-			}
-			b.ReportMetric((after-before)*1e6/float64(b.N), "redis-us/like")
+			b.ReportMetric((redisCPU(b, rdb)-before)/float64(b.N), "redis-us/like")
 		})
 	}
 }
 
-func usedMemory(ctx context.Context, b *testing.B, rdb *redis.Client) int64 {
-	return int64(infoNumber(ctx, b, rdb, "memory", "used_memory"))
+// likeNewUsers stores b.N likes of post by users user-0 .. user-<b.N-1> in batches of batch
+// through Store.Apply, and checks that the post's count is then b.N.
+func likeNewUsers(ctx context.Context, b *testing.B, s *Store, post string, batch int) {
+	changes := make([]Change, 0, batch)
+	for i := 0; i < b.N; i++ {
+		changes = append(changes, Change{User: "user-" + strconv.Itoa(i)})
+		if len(changes) == batch || i == b.N-1 {
+			if _, err := s.Apply(ctx, post, changes); err != nil {
+				b.Fatal(err)
+			}
+			changes = changes[:0]
+		}
+	}
+	if n, err := s.Count(ctx, post); err != nil || n != int64(b.N) {
+		b.Fatalf("count of %s %d, %v; want %d", post, n, err, b.N)
+	}
 }
 
-// infoNumber reads one numeric field of an INFO section (seconds for used_cpu_*, bytes for
-// used_memory).
-func infoNumber(ctx context.Context, b *testing.B, rdb *redis.Client, section, field string) float64 {
-	info, err := rdb.Info(ctx, section).Result()
+func usedMemory(ctx context.Context, b *testing.B, rdb *redis.Client) int64 {
+	info, err := rdb.Info(ctx, "memory").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			n, err := strconv.ParseFloat(v, 64)
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				b.Fatal(err)
 			}
 			return n
 		}
 	}
-	b.Fatalf("no %s in INFO %s", field, section)
+	b.Fatal("no used_memory in INFO memory")
 	return 0
 }
