@@ -51,8 +51,8 @@ func (s Scheme) Version(postID string) string { return s.post(postID, ":ver") }
 // chunk (Likers) that lists the user.
 func (s Scheme) User(postID, userID string) string { return s.post(postID, ":u:"+userID) }
 
-// Likers is one chunk of the post's likers: a sorted set of user ids scored by the version of the
-// batch that added each. Chunks are numbered from 0 and fill one after the other (the like script
+// Likers is one chunk of the post's likers: a list of user ids in the order their likes were
+// stored. Chunks are numbered from 0 and fill one after the other (the like script
 // caps each near 128), so the highest holds the newest likers.
 func (s Scheme) Likers(postID string, chunk int64) string {
 	return s.post(postID, ":lk:"+strconv.FormatInt(chunk, 10))
@@ -61,6 +61,15 @@ func (s Scheme) Likers(postID string, chunk int64) string {
 // LikersChunk holds the number of the post's current likers chunk, the one new likes go to
 // (absent: 0).
 func (s Scheme) LikersChunk(postID string) string { return s.post(postID, ":lkc") }
+
+// Reactions is the post's reaction counts: a hash of kind to count (HINCRBY'd by the like
+// script), beside its like count in its slot.
+func (s Scheme) Reactions(postID string) string { return s.post(postID, ":rx") }
+
+// ReactionGate exists while userID may not react to postID again: the like script sets it with
+// the reaction interval as its expiry (SET PX NX), so it is both the rate limit and its
+// Retry-After (PTTL).
+func (s Scheme) ReactionGate(postID, userID string) string { return s.post(postID, ":rg:"+userID) }
 
 // UserLikes is the user's index of likes: a sorted set of the posts the user likes, scored by when
 // (unix microseconds). It has no post hash tag: on a Cluster it lives in its own slot, apart from

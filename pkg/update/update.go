@@ -18,21 +18,66 @@ type Update struct {
 	// microseconds that separate two changes in one tick) to the Redis clock in unix
 	// microseconds when the change was stored. It orders a post's updates and measures latency.
 	TS int64 `json:"ts"`
+	// Reactions is the post's reaction counts as one JSON object of kind to count, in the
+	// writer's form ({"clap":12,"heart":3}, kinds in byte order), or nil for a post without
+	// reactions. It is kept as the bytes the writer published, never decoded: a fanout node only
+	// forwards it, and a new kind needs no new field anywhere. A string, not bytes, so that an
+	// Update stays comparable and immutable once parsed.
+	Reactions string `json:"-"`
+}
+
+// wire is an update as encoding/json reads it, for the forms Parse has no fast path for.
+type wire struct {
+	PostID    string          `json:"post_id"`
+	Count     int64           `json:"count"`
+	TS        int64           `json:"ts"`
+	Reactions json.RawMessage `json:"reactions"`
 }
 
 // ErrMalformed is returned by Parse for anything that is not an update.
 var ErrMalformed = errors.New("malformed update")
 
-// AppendJSON appends u's wire form, {"post_id":"42","count":123,"ts":1700000000000000}. Post ids
-// are validated to need no JSON escaping (package ids), so none is done here.
+// AppendJSON appends u's wire form, what the writer publishes:
+// {"post_id":"42","count":123,"ts":1700000000000000} and, for a post with reactions,
+// ,"reactions":{"clap":12} before the closing brace. Post ids are validated to need no JSON
+// escaping (package ids), so none is done here.
 func (u Update) AppendJSON(dst []byte) []byte {
-	dst = append(dst, `{"post_id":"`...)
+	dst = u.appendCount(dst)
+	if len(u.Reactions) > 0 {
+		dst = append(dst, infixReactions...)
+		dst = append(dst, u.Reactions...)
+	}
+	return append(dst, '}')
+}
+
+// AppendCount appends the count event's data, {"post_id":"42","count":123,"ts":1700000000000000},
+// the wire form without reactions: a client that knows only likes reads the same event as before
+// reactions existed.
+func (u Update) AppendCount(dst []byte) []byte { return append(u.appendCount(dst), '}') }
+
+// AppendReactions appends the reactions event's data,
+// {"post_id":"42","counts":{"clap":12},"ts":1700000000000000}, with {} for a post without any.
+func (u Update) AppendReactions(dst []byte) []byte {
+	dst = append(dst, prefixPost...)
 	dst = append(dst, u.PostID...)
-	dst = append(dst, `","count":`...)
-	dst = strconv.AppendInt(dst, u.Count, 10)
-	dst = append(dst, `,"ts":`...)
+	dst = append(dst, `","counts":`...)
+	if len(u.Reactions) > 0 {
+		dst = append(dst, u.Reactions...)
+	} else {
+		dst = append(dst, "{}"...)
+	}
+	dst = append(dst, infixTS...)
 	dst = strconv.AppendInt(dst, u.TS, 10)
 	return append(dst, '}')
+}
+
+func (u Update) appendCount(dst []byte) []byte {
+	dst = append(dst, prefixPost...)
+	dst = append(dst, u.PostID...)
+	dst = append(dst, infixCount...)
+	dst = strconv.AppendInt(dst, u.Count, 10)
+	dst = append(dst, infixTS...)
+	return strconv.AppendInt(dst, u.TS, 10)
 }
 
 // Newer reports whether u supersedes old (a later version of the same post).
@@ -41,18 +86,31 @@ func (u Update) Newer(old Update) bool { return u.TS > old.TS }
 var (
 	prefixPost = []byte(`{"post_id":"`)
 	infixCount = []byte(`","count":`)
-	infixTS    = []byte(`,"ts":`)
+	infixTS        = []byte(`,"ts":`)
+	infixReactions = []byte(`,"reactions":`)
 )
 
 // Parse decodes an update. The exact form AppendJSON writes (and the writer's script publishes)
-// is parsed without allocating beyond the post id; anything else goes through encoding/json.
+// is parsed without allocating beyond the post id (and a copy of the reactions, when there are
+// any); anything else goes through encoding/json. Reactions that are not one line of a JSON
+// object are malformed: they go into an SSE data line as they are.
 func Parse(b []byte) (Update, error) {
 	if u, ok := parseFast(b); ok {
 		return u, nil
 	}
-	var u Update
-	if err := json.Unmarshal(b, &u); err != nil || u.PostID == "" {
+	var w wire
+	if err := json.Unmarshal(b, &w); err != nil || w.PostID == "" {
 		return Update{}, ErrMalformed
+	}
+	u := Update{PostID: w.PostID, Count: w.Count, TS: w.TS}
+	if len(w.Reactions) > 0 && string(w.Reactions) != "null" {
+		var buf bytes.Buffer
+		if w.Reactions[0] != '{' || json.Compact(&buf, w.Reactions) != nil {
+			return Update{}, ErrMalformed
+		}
+		if buf.String() != "{}" {
+			u.Reactions = buf.String()
+		}
 	}
 	return u, nil
 }
@@ -91,11 +149,49 @@ func parseFast(b []byte) (Update, bool) {
 	if i <= 0 || bytes.IndexByte(rest[:i], '\\') >= 0 {
 		return Update{}, false
 	}
-	count, ts, ok := parseNumbers(rest[i:])
+	count, ts, rx, ok := parseTail(rest[i:])
 	if !ok {
 		return Update{}, false
 	}
-	return Update{PostID: string(rest[:i]), Count: count, TS: ts}, true
+	u := Update{PostID: string(rest[:i]), Count: count, TS: ts}
+	if len(rx) > 0 {
+		u.Reactions = string(rx)
+	}
+	return u, true
+}
+
+// parseTail parses `","count":N,"ts":M}` exactly, or `","count":N,"ts":M,"reactions":{...}}`
+// with an object of one line (not otherwise checked: the writer's script writes it), which it
+// returns aliasing b.
+func parseTail(b []byte) (count, ts int64, reactions []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(b, infixCount)
+	if !ok {
+		return 0, 0, nil, false
+	}
+	count, rest, ok = parseInt(rest)
+	if !ok {
+		return 0, 0, nil, false
+	}
+	rest, ok = bytes.CutPrefix(rest, infixTS)
+	if !ok {
+		return 0, 0, nil, false
+	}
+	ts, rest, ok = parseInt(rest)
+	switch {
+	case !ok:
+		return 0, 0, nil, false
+	case len(rest) == 1 && rest[0] == '}':
+		return count, ts, nil, true
+	}
+	rx, ok := bytes.CutPrefix(rest, infixReactions)
+	if !ok || len(rx) < 3 || rx[0] != '{' || rx[len(rx)-2] != '}' || rx[len(rx)-1] != '}' ||
+		bytes.ContainsAny(rx, "\r\n") {
+		return 0, 0, nil, false
+	}
+	if rx = rx[:len(rx)-1]; len(rx) == 2 { // {}
+		rx = nil
+	}
+	return count, ts, rx, true
 }
 
 // parseNumbers parses `","count":N,"ts":M}` exactly.

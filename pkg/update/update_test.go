@@ -60,3 +60,42 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestReactionsForms(t *testing.T) {
+	u := Update{PostID: "42", Count: 5, TS: 1700000000000000, Reactions: `{"clap":12,"heart":3}`}
+	wire := string(u.AppendJSON(nil))
+	if want := `{"post_id":"42","count":5,"ts":1700000000000000,"reactions":{"clap":12,"heart":3}}`; wire != want {
+		t.Fatalf("AppendJSON = %s; want %s", wire, want)
+	}
+	if got, err := Parse([]byte(wire)); err != nil || got != u {
+		t.Errorf("Parse(%s) = %+v, %v; want %+v", wire, got, err, u)
+	}
+	if got, want := string(u.AppendCount(nil)), `{"post_id":"42","count":5,"ts":1700000000000000}`; got != want {
+		t.Errorf("AppendCount = %s; want %s", got, want)
+	}
+	if got, want := string(u.AppendReactions(nil)), `{"post_id":"42","counts":{"clap":12,"heart":3},"ts":1700000000000000}`; got != want {
+		t.Errorf("AppendReactions = %s; want %s", got, want)
+	}
+	none := Update{PostID: "7", Count: 1, TS: 2}
+	if got, want := string(none.AppendReactions(nil)), `{"post_id":"7","counts":{},"ts":2}`; got != want {
+		t.Errorf("AppendReactions without reactions = %s; want %s", got, want)
+	}
+	for in, want := range map[string]Update{
+		`{"post_id":"p","count":1,"ts":2,"reactions":{}}`:                          {PostID: "p", Count: 1, TS: 2},
+		`{"post_id":"p","count":1,"ts":2,"reactions":{ "a": 1,` + "\n" + `"b":2}}`: {PostID: "p", Count: 1, TS: 2, Reactions: `{"a":1,"b":2}`},
+		`{"ts":2,"reactions":{"a":1},"count":1,"post_id":"p"}`:                     {PostID: "p", Count: 1, TS: 2, Reactions: `{"a":1}`},
+	} {
+		if got, err := Parse([]byte(in)); err != nil || got != want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{
+		`{"post_id":"p","count":1,"ts":2,"reactions":[1]}`,
+		`{"post_id":"p","count":1,"ts":2,"reactions":"x"}`,
+		`{"post_id":"p","count":1,"ts":2,"reactions":{"a":1}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%q) succeeded; want error", bad)
+		}
+	}
+}

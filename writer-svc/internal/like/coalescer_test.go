@@ -32,15 +32,15 @@ func TestApplyIsOneByOne(t *testing.T) {
 		give Change
 		want Result
 	}{
-		{L("a"), Result{1, true}},
-		{L("a"), Result{1, false}},
-		{U("a"), Result{0, true}},
-		{U("a"), Result{0, false}},
-		{L("a"), Result{1, true}},
-		{L("b"), Result{2, true}},
-		{U("c"), Result{2, false}},
-		{L("c"), Result{3, true}},
-		{U("b"), Result{2, true}},
+		{L("a"), Result{Count: 1, Changed: true}},
+		{L("a"), Result{Count: 1, Changed: false}},
+		{U("a"), Result{Count: 0, Changed: true}},
+		{U("a"), Result{Count: 0, Changed: false}},
+		{L("a"), Result{Count: 1, Changed: true}},
+		{L("b"), Result{Count: 2, Changed: true}},
+		{U("c"), Result{Count: 2, Changed: false}},
+		{L("c"), Result{Count: 3, Changed: true}},
+		{U("b"), Result{Count: 2, Changed: true}},
 	}
 	batch := make([]Change, len(steps))
 	for i, st := range steps {
@@ -70,7 +70,7 @@ func TestApplyIsOneByOne(t *testing.T) {
 
 	// A batch that changes nothing writes and publishes nothing; the next change's update is
 	// the next message.
-	if got, err := s.Apply(ctx, "p", []Change{L("a"), U("zz"), L("c")}); err != nil || got[0] != (Result{2, false}) || got[2] != (Result{2, false}) {
+	if got, err := s.Apply(ctx, "p", []Change{L("a"), U("zz"), L("c")}); err != nil || got[0] != (Result{Count: 2, Changed: false}) || got[2] != (Result{Count: 2, Changed: false}) {
 		t.Fatalf("batch of repeats: %+v, %v; want count 2 unchanged", got, err)
 	}
 	if ver, _ := rdb.Get(ctx, keys.Version("p")).Int64(); ver != u.TS {
@@ -95,9 +95,9 @@ func TestApplyLikesOnly(t *testing.T) {
 		give []string
 		want []Result
 	}{
-		{"new users", []string{"x", "y"}, []Result{{1, true}, {2, true}}},
-		{"one had liked", []string{"z", "x", "w"}, []Result{{3, true}, {3, false}, {4, true}}},
-		{"one user twice", []string{"v", "v"}, []Result{{5, true}, {5, false}}},
+		{"new users", []string{"x", "y"}, []Result{{Count: 1, Changed: true}, {Count: 2, Changed: true}}},
+		{"one had liked", []string{"z", "x", "w"}, []Result{{Count: 3, Changed: true}, {Count: 3, Changed: false}, {Count: 4, Changed: true}}},
+		{"one user twice", []string{"v", "v"}, []Result{{Count: 5, Changed: true}, {Count: 5, Changed: false}}},
 	}
 	for _, st := range steps {
 		batch := make([]Change, len(st.give))
@@ -130,13 +130,13 @@ func TestApplyLargestBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[MaxBatch-1] != (Result{MaxBatch, true}) {
+	if got[MaxBatch-1] != (Result{Count: MaxBatch, Changed: true}) {
 		t.Errorf("last like: %+v; want count %d changed", got[MaxBatch-1], MaxBatch)
 	}
 	for i := range batch {
 		batch[i].Unlike = true
 	}
-	if got, err := s.Apply(ctx, "p", batch); err != nil || got[MaxBatch-1] != (Result{0, true}) {
+	if got, err := s.Apply(ctx, "p", batch); err != nil || got[MaxBatch-1] != (Result{Count: 0, Changed: true}) {
 		t.Fatalf("unlike all: last %+v, %v; want count 0 changed", got[len(got)-1], err)
 	}
 	if n := countKeys(t, rdb, keys.User("p", "*")); n != 0 {
@@ -159,7 +159,7 @@ func TestQuietPostNeverWaits(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := c.Like(ctx, "quiet"+strconv.Itoa(i), "u")
 		cancel()
-		if err != nil || res != (Result{1, true}) {
+		if err != nil || res != (Result{Count: 1, Changed: true}) {
 			t.Fatalf("like of quiet post %d: %+v, %v; want count 1 at once, not after the window", i, res, err)
 		}
 	}

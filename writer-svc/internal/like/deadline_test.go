@@ -34,7 +34,7 @@ func TestAnswered503NeverLandsLater(t *testing.T) {
 	if err := <-answered; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("like on A while Redis cannot see it: %v; want the deadline (a 503)", err)
 	}
-	if res, err := b.Unlike(ctx, "p", "u"); err != nil || res != (Result{0, false}) {
+	if res, err := b.Unlike(ctx, "p", "u"); err != nil || res != (Result{Count: 0, Changed: false}) {
 		t.Fatalf("unlike on B: %+v, %v; want count 0, nothing to undo", res, err)
 	}
 
@@ -71,7 +71,7 @@ func TestLostReplyAnswersFirstRun(t *testing.T) {
 	default:
 		t.Fatal("no reply was cut: the test proves nothing")
 	}
-	if err != nil || res != (Result{1, true}) {
+	if err != nil || res != (Result{Count: 1, Changed: true}) {
 		t.Errorf("like whose first reply was lost: %+v, %v; want count 1, liked", res, err)
 	}
 	if got := scriptCalls(t, srv) - calls; got != 2 {

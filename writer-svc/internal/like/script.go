@@ -21,28 +21,41 @@ const MaxBatch = 1000
 const likersChunk = 128
 
 // changeScript applies an ordered batch of likes and unlikes of one post, as if each ran alone
-// in that order, in one atomic call, and keeps the post's likers and (on one Redis) each user's
-// index of likes with it:
+// in that order, and the post's reactions of the same moment, in one atomic call, and keeps the
+// post's likers and (on one Redis) each user's index of likes with it:
 //
 //	KEYS[1] count   KEYS[2] version   KEYS[3] channel   KEYS[4] batch key
 //	KEYS[5] the post's current likers chunk number   KEYS[6], KEYS[7] likers chunks ARGV[5], ARGV[5]+1
 //	KEYS[7+i] dedup key of change i's user (i = 1..n)
 //	KEYS[7+n+j] likers chunk ARGV[6+j] (j = 1..m): where the batch's unliking users' likes are
 //	KEYS[7+n+m+i] change i's user's index of likes, when ARGV[7+m+n] is "1"
+//	KEYS[b+1] the post's reaction counts, b = 7+n+m (+n with the indexes)
+//	KEYS[b+1+k] reaction k's gate (k = 1..r): its user's rate limit on the post
 //	ARGV[1] post id   ARGV[2] PUBLISH or SPUBLISH   ARGV[3] one byte per change: L like, U unlike
 //	ARGV[4] deadline: the Redis time, in unix milliseconds, after which the batch must not run
 //	ARGV[5] the caller's guess of the current chunk number   ARGV[6] m   ARGV[6+j] chunk numbers
 //	ARGV[6+m+i] change i's user id   ARGV[7+m+n] "1": update the users' indexes here (one Redis)
+//	ARGV[8+m+n] r   ARGV[9+m+n] the reaction interval in milliseconds   ARGV[9+m+n+k] reaction k's kind
 //
-// It returns {count before the batch, one byte per change, current chunk number}: '1' if change i
-// liked a post not liked or unliked a post liked, '0' if it changed nothing. The store derives
+// It returns {count before the batch, one byte per change, current chunk number, reactions,
+// version} (the version the batch published, 0 when it changed nothing):
+// '1' if change i liked a post not liked or unliked a post liked, '0' if it changed nothing;
+// reactions is a comma-separated number per reaction, the kind's count after it when it counted,
+// or -1 - the milliseconds its user must still wait when the gate refused it. The store derives
 // each change's count from these as the script does (results in store.go). A user repeated in one
 // batch is counted once: the script tracks each dedup key's state in a Lua table, seeded by one
 // MGET. Two replies change nothing and ask for another call: {-1, current chunk} when ARGV[5] is
 // neither the current chunk nor the one before it (another writer moved on: the store calls again
 // with the number), and {-2, current chunk} when an unliking user's like is in a chunk not passed
-// in KEYS (the store reads the dedup keys again). Every key the script touches is declared, so
+// in KEYS (the store reads the dedup keys again). Both come before anything is written, reactions
+// included. Every key the script touches is declared, so
 // that a Cluster routes it and a slot move answers TRYAGAIN or ASK before it runs, never midway.
+//
+// Reactions: a reaction counts when its gate is absent; it then sets the gate for the interval
+// (SET PX NX), which is at most one reaction per user per post per interval, of any kind, with
+// the gate's PTTL as the refusal's Retry-After. The counts are one hash per post (HINCRBY),
+// beside its like count in its slot. A batch's reactions and likes share its one version bump and
+// its one publish.
 //
 // Likers: a like's dedup key holds the number of the chunk that lists its user, and the chunk, a
 // list, holds the users in the order their likes were stored (RPUSH: O(1) a liker, where a sorted
@@ -59,9 +72,9 @@ const likersChunk = 128
 //
 // Two checks come first, so that the writer's answers stay exact (TestScriptWireFormat pins them):
 //
-//   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count> <flags>" of a batch that
-//     ran, until a second after its deadline. A run that finds it changes nothing and returns
-//     that reply (without the chunk number): go-redis re-sends a command whose reply a broken
+//   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count> <flags> <reactions> <version>" of
+//     a batch that ran, until a second after its deadline. A run that finds it changes nothing
+//     and returns that reply (with -1 for the chunk number): go-redis re-sends a command whose reply a broken
 //     connection lost, and a second run would otherwise answer "liked":false to users whose like
 //     the first run stored. The re-run rewrites the key (same value and expiry) so that it writes
 //     something: WAIT on its connection then also covers the first run's writes (WAIT counts from
@@ -74,8 +87,9 @@ const likersChunk = 128
 // Redis work per batch, whatever its size: one TIME, one GET of the batch key, one GET of the
 // chunk number and one LLEN of its chunk, one MGET, one GET of the count, at most one MSET, one
 // DEL, one RPUSH per chunk written and one LREM per unliking user, one SET of the count, one
-// SET of the batch key, and, if anything changed, one version bump and one publish of the final
-// count; on one Redis, one ZADD or ZREM per changed user's index besides. A batch of likes only,
+// SET of the batch key, and, if anything changed, one version bump, one HGETALL of the reaction
+// counts and one publish of the final state; on one Redis, one ZADD or ZREM per changed user's
+// index besides; per reaction, one SET of its gate and one HINCRBY (or a PTTL when refused). A batch of likes only,
 // by distinct users, first tries one MSETNX: when none of them had liked (a viral post's likes are
 // mostly new users) that stores them all without the MGET, about a fifth less Redis CPU per like;
 // when any had, MSETNX writes nothing and the batch takes the general path. The channel is passed
@@ -84,7 +98,9 @@ const likersChunk = 128
 // stores the post.
 //
 // The version is max(previous + 1, Redis time in unix microseconds); the payload is
-// {"post_id":...,"count":...,"ts":version}, byte for byte update.Update.AppendJSON. Numbers go
+// {"post_id":...,"count":...,"ts":version}, with ,"reactions":{"clap":12,...} (kinds in byte
+// order) before the closing brace once the post has any: byte for byte update.Update.AppendJSON,
+// the post's whole state, so that the newest update alone is enough for any viewer. Numbers go
 // through string.format('%d'): Lua's default number formatting would print a microsecond
 // timestamp as 1.7e+15. A double holds integers exactly up to 2^53, so microseconds (~2^51 today)
 // are exact. An unlike never takes the count below 0 (a count out of step with the dedup keys
@@ -93,8 +109,8 @@ var changeScript = redis.NewScript(`
 local prev = redis.call('GET', KEYS[4])
 if prev then
   redis.call('SET', KEYS[4], prev, 'KEEPTTL')
-  local sp = string.find(prev, ' ', 1, true)
-  return {tonumber(string.sub(prev, 1, sp - 1)), string.sub(prev, sp + 1)}
+  local c, f, x, v = string.match(prev, '^(%d+) ([01]*) ?([^ ]*) ?(%d*)$')
+  return {tonumber(c), f, -1, x, tonumber(v) or 0}
 end
 local t = redis.call('TIME')
 local deadline = tonumber(ARGV[4])
@@ -105,12 +121,16 @@ local ops = ARGV[3]
 local n = #ops
 local m = tonumber(ARGV[6])
 local guess = tonumber(ARGV[5])
+local index = ARGV[7 + m + n] == '1'
+local kb = 7 + n + m
+if index then kb = kb + n end
+local r = tonumber(ARGV[8 + m + n])
 local cur = tonumber(redis.call('GET', KEYS[5])) or 0
-if cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
+if n > 0 and cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
 local chunkKey = {[guess] = KEYS[6], [guess + 1] = KEYS[7]}
 for j = 1, m do chunkKey[tonumber(ARGV[6 + j])] = KEYS[7 + n + j] end
-local index = ARGV[7 + m + n] == '1'
-local room = ` + strconv.Itoa(likersChunk) + ` - redis.call('LLEN', chunkKey[cur])
+local room = 0
+if n > 0 then room = ` + strconv.Itoa(likersChunk) + ` - redis.call('LLEN', chunkKey[cur]) end
 local top = cur
 local function place()
   if top == cur and room <= 0 and cur == guess then top = cur + 1 end
@@ -127,11 +147,39 @@ local function version()
   return ver
 end
 local count = tonumber(redis.call('GET', KEYS[1])) or 0
-local reply = {count}
+local reply = {count, ''}
+local rx, reacted = {}, false
+local function react()
+  if r == 0 then return end
+  local every = ARGV[9 + m + n]
+  for k = 1, r do
+    local gate = KEYS[kb + 1 + k]
+    if redis.call('SET', gate, '1', 'PX', every, 'NX') then
+      rx[k] = string.format('%d', redis.call('HINCRBY', KEYS[kb + 1], ARGV[9 + m + n + k], 1))
+      reacted = true
+    else
+      rx[k] = string.format('%d', -1 - math.max(redis.call('PTTL', gate), 0))
+    end
+  end
+end
 local function finish()
-  redis.call('SET', KEYS[4], string.format('%d', reply[1]) .. ' ' .. reply[2], 'PXAT', string.format('%d', deadline + 1000))
+  local x = table.concat(rx, ',')
+  local v = string.format('%d', ver or 0)
+  redis.call('SET', KEYS[4], string.format('%d', reply[1]) .. ' ' .. reply[2] .. ' ' .. x .. ' ' .. v, 'PXAT', string.format('%d', deadline + 1000))
   reply[3] = top
+  reply[4] = x
+  reply[5] = ver or 0
   return reply
+end
+local function payload(v)
+  local p = '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v
+  local h = redis.call('HGETALL', KEYS[kb + 1])
+  if #h == 0 then return p .. '}' end
+  local kinds, byKind = {}, {}
+  for i = 1, #h, 2 do kinds[#kinds + 1] = h[i]; byKind[h[i]] = h[i + 1] end
+  table.sort(kinds)
+  for i, k in ipairs(kinds) do kinds[i] = '"' .. k .. '":' .. byKind[k] end
+  return p .. ',"reactions":{' .. table.concat(kinds, ',') .. '}}'
 end
 local function store(adds, rems, idxAdd, idxRem)
   local v = string.format('%d', version())
@@ -146,7 +194,12 @@ local function store(adds, rems, idxAdd, idxRem)
   if top ~= cur then redis.call('SET', KEYS[5], string.format('%d', top)) end
   if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
   redis.call('SET', KEYS[2], v)
-  redis.call(ARGV[2], KEYS[3], '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v .. '}')
+  redis.call(ARGV[2], KEYS[3], payload(v))
+end
+if n == 0 then
+  react()
+  if reacted then store({}, {}, {}, {}) end
+  return finish()
 end
 if not string.find(ops, 'U', 1, true) then
   local seen, args, adds, idx = {}, {}, {}, {}
@@ -166,6 +219,7 @@ if not string.find(ops, 'U', 1, true) then
   if distinct and redis.call('MSETNX', unpack(args, 1, 2 * n)) == 1 then
     count = count + n
     reply[2] = string.rep('1', n)
+    react()
     store(adds, {}, idx, {})
     return finish()
   end
@@ -196,7 +250,11 @@ for i = 1, n do
   flags[i] = c
 end
 reply[2] = table.concat(flags)
-if not changed then return finish() end
+if not changed then
+  react()
+  if reacted then store({}, {}, {}, {}) end
+  return finish()
+end
 local set, ns, del, nd = {}, 0, {}, 0
 local adds, rems, idxAdd, idxRem = {}, {}, {}, {}
 for j = 1, nf do
@@ -225,6 +283,7 @@ for j = 1, nf do
 end
 if ns > 0 then redis.call('MSET', unpack(set, 1, ns)) end
 if nd > 0 then redis.call('DEL', unpack(del, 1, nd)) end
+react()
 store(adds, rems, idxAdd, idxRem)
 return finish()
 `)

@@ -14,7 +14,8 @@ import (
 
 // TestScriptWireFormat pins the like script's wire format, the one contract between Store and the
 // script (issues 19 and 20 extend this test, not another): KEYS and ARGV laid out as changeScript
-// documents them, the reply {count before the batch, one flag per change}, the batch key a run
+// documents them, the reply {count before the batch, one flag per change, the chunk, the
+// reactions' results}, reactions gated per user and published with the count, the batch key a run
 // leaves behind, a re-run of the same batch answering the first run's reply and changing nothing,
 // and the DEADLINE refusal that changes nothing.
 func TestScriptWireFormat(t *testing.T) {
@@ -26,7 +27,8 @@ func TestScriptWireFormat(t *testing.T) {
 	}
 	future := time.Now().Add(time.Minute).UnixMilli()
 	past := time.Now().Add(-time.Second).UnixMilli()
-	run := func(batch, ops string, deadline int64, users ...string) ([]any, error) {
+	type reaction struct{ user, kind string }
+	run := func(batch, ops string, deadline int64, users []string, reactions ...reaction) ([]any, error) {
 		k := []string{keys.Count("p"), keys.Version("p"), keys.Channel("p"), keys.Batch("p", batch),
 			keys.LikersChunk("p"), keys.Likers("p", 0), keys.Likers("p", 1)}
 		args := []any{"p", "PUBLISH", ops, deadline, 0, 0}
@@ -37,32 +39,57 @@ func TestScriptWireFormat(t *testing.T) {
 		for _, u := range users {
 			k = append(k, keys.UserLikes(u))
 		}
-		return changeScript.EvalSha(ctx, rdb, k, append(args, "1")...).Slice()
+		k = append(k, keys.Reactions("p"))
+		args = append(args, "1", len(reactions), 3000)
+		for _, r := range reactions {
+			k = append(k, keys.ReactionGate("p", r.user))
+			args = append(args, r.kind)
+		}
+		return changeScript.EvalSha(ctx, rdb, k, args...).Slice()
 	}
+	msgs := subscribe(t, rdb, keys.Channel("p"))
 	steps := []struct {
 		name      string
 		batch     string
 		ops       string
 		deadline  int64
 		users     []string
-		want      []any
+		reactions []reaction
+		want      []any  // the count before and the flags
+		wantRx    string // the reactions' results, a prefix of them when refused (the wait varies)
 		wantErr   string // prefix of the error reply
 		wantCount string // the count key afterwards
 		wantLiked []string
+		wantPub   string // the payload published, its version replaced by V; "" for none
 	}{
-		{"a batch", "b1", "LLU", future, []string{"a", "b", "a"}, []any{int64(0), "111"}, "", "1", []string{"b"}},
-		{"the same batch again", "b1", "LLU", future, []string{"a", "b", "a"}, []any{int64(0), "111"}, "", "1", []string{"b"}},
-		{"a new batch", "b2", "LUL", future, []string{"b", "c", "c"}, []any{int64(1), "001"}, "", "2", []string{"b", "c"}},
-		{"past its deadline", "b3", "LU", past, []string{"d", "b"}, nil, "DEADLINE ", "2", []string{"b", "c"}},
-		{"a re-run after the deadline", "b2", "LUL", past, []string{"b", "c", "c"}, []any{int64(1), "001"}, "", "2", []string{"b", "c"}},
+		{"a batch", "b1", "LLU", future, []string{"a", "b", "a"}, nil, []any{int64(0), "111"}, "", "", "1", []string{"b"},
+			`{"post_id":"p","count":1,"ts":V}`},
+		{"the same batch again", "b1", "LLU", future, []string{"a", "b", "a"}, nil, []any{int64(0), "111"}, "", "", "1", []string{"b"}, ""},
+		{"a new batch", "b2", "LUL", future, []string{"b", "c", "c"}, nil, []any{int64(1), "001"}, "", "", "2", []string{"b", "c"},
+			`{"post_id":"p","count":2,"ts":V}`},
+		{"past its deadline", "b3", "LU", past, []string{"d", "b"}, nil, nil, "", "DEADLINE ", "2", []string{"b", "c"}, ""},
+		{"a re-run after the deadline", "b2", "LUL", past, []string{"b", "c", "c"}, nil, []any{int64(1), "001"}, "", "", "2", []string{"b", "c"}, ""},
+		{"reactions only, one refused by its gate", "b4", "", future, nil, []reaction{{"a", "clap"}, {"b", "clap"}, {"a", "wow"}},
+			[]any{int64(2), ""}, "1,2,-", "", "2", []string{"b", "c"}, `{"post_id":"p","count":2,"ts":V,"reactions":{"clap":2}}`},
+		{"reactions again, all refused", "b5", "", future, nil, []reaction{{"b", "wow"}},
+			[]any{int64(2), ""}, "-", "", "2", []string{"b", "c"}, ""},
+		{"a like and a reaction", "b6", "L", future, []string{"d"}, []reaction{{"c", "boo"}},
+			[]any{int64(2), "1"}, "1", "", "3", []string{"b", "c", "d"}, `{"post_id":"p","count":3,"ts":V,"reactions":{"boo":1,"clap":2}}`},
+		{"reactions re-run", "b4", "", future, nil, []reaction{{"a", "clap"}, {"b", "clap"}, {"a", "wow"}},
+			[]any{int64(2), ""}, "1,2,-", "", "3", []string{"b", "c", "d"}, ""},
+		{"a reaction past its deadline", "b7", "", past, nil, []reaction{{"e", "clap"}}, nil, "", "DEADLINE ", "3", []string{"b", "c", "d"}, ""},
 	}
 	for _, st := range steps {
-		got, err := run(st.batch, st.ops, st.deadline, st.users...)
+		got, err := run(st.batch, st.ops, st.deadline, st.users, st.reactions...)
 		switch {
 		case st.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), st.wantErr)):
 			t.Errorf("%s: got %v, %v; want an error reply %q...", st.name, got, err, st.wantErr)
-		case st.wantErr == "" && (err != nil || len(got) < 2 || got[0] != st.want[0] || got[1] != st.want[1]):
-			t.Errorf("%s: got %#v, %v; want %#v", st.name, got, err, st.want)
+		case st.wantErr == "" && (err != nil || len(got) != 5 || got[0] != st.want[0] || got[1] != st.want[1]):
+			t.Errorf("%s: got %#v, %v; want %#v and a chunk and reactions", st.name, got, err, st.want)
+		case st.wantErr == "":
+			if rx, _ := got[3].(string); !strings.HasPrefix(rx, st.wantRx) || (!strings.HasSuffix(st.wantRx, "-") && rx != st.wantRx) {
+				t.Errorf("%s: reactions %q; want %q", st.name, rx, st.wantRx)
+			}
 		}
 		if n, _ := rdb.Get(ctx, keys.Count("p")).Result(); n != st.wantCount {
 			t.Errorf("%s: count %q; want %q", st.name, n, st.wantCount)
@@ -75,11 +102,26 @@ func TestScriptWireFormat(t *testing.T) {
 				t.Errorf("%s: %s liked %v, in likers chunk 0 %v, in the user's index %v; want %v", st.name, u, liked, listed, indexed, want)
 			}
 		}
+		if st.wantPub != "" {
+			ver := rdb.Get(ctx, keys.Version("p")).Val()
+			if m := receive(t, msgs); m.Payload != strings.Replace(st.wantPub, "V", ver, 1) {
+				t.Errorf("%s: published %s; want %s", st.name, m.Payload, st.wantPub)
+			}
+		}
 	}
-	// A run leaves "<count before> <flags>" under its batch key until a second past its deadline;
-	// a refused batch leaves nothing.
-	if v, err := rdb.Get(ctx, keys.Batch("p", "b1")).Result(); err != nil || v != "0 111" {
-		t.Errorf("batch key b1: %q, %v; want %q", v, err, "0 111")
+	select {
+	case m := <-msgs:
+		t.Errorf("a batch that changed nothing published %s", m.Payload)
+	default: // every publish of the steps was received above, in order: an extra one would be queued
+	}
+	// A refused reaction's wait is its gate's PTTL: within the 3 s interval the test passed.
+	if ttl := rdb.PTTL(ctx, keys.ReactionGate("p", "a")).Val(); ttl <= 0 || ttl > 3*time.Second {
+		t.Errorf("gate of a: PTTL %v; want within the 3s interval", ttl)
+	}
+	// A run leaves "<count before> <flags> <reactions>" under its batch key until a second past
+	// its deadline; a refused batch leaves nothing.
+	if v, err := rdb.Get(ctx, keys.Batch("p", "b1")).Result(); err != nil || !strings.HasPrefix(v, "0 111  17") {
+		t.Errorf("batch key b1: %q, %v; want %q", v, err, "0 111  <version>")
 	}
 	exp, err := rdb.PExpireTime(ctx, keys.Batch("p", "b1")).Result()
 	if want := time.Duration(future+1000) * time.Millisecond; err != nil || exp != want {
@@ -94,31 +136,44 @@ func TestScriptWireFormat(t *testing.T) {
 // flusher that reads it.
 func TestResultsRejectsMalformedReply(t *testing.T) {
 	two := []Change{{User: "a"}, {User: "b", Unlike: true}}
+	v := int64(1764700000000000)
 	tests := []struct {
-		name string
-		give []any
+		name      string
+		give      []any
+		reactions int
 	}{
-		{"nil", nil},
-		{"empty", []any{}},
-		{"count only", []any{int64(3)}},
-		{"chunk not an integer", []any{int64(3), "11", "x"}},
-		{"four values", []any{int64(3), "11", int64(0), int64(0)}},
-		{"count not an integer", []any{"3", "11"}},
-		{"flags not a string", []any{int64(3), int64(11)}},
-		{"too few flags", []any{int64(3), "1"}},
-		{"too many flags", []any{int64(3), "111"}},
+		{"nil", nil, 0},
+		{"empty", []any{}, 0},
+		{"count only", []any{int64(3)}, 0},
+		{"no reactions", []any{int64(3), "11", int64(2)}, 0},
+		{"no version", []any{int64(3), "11", int64(2), ""}, 0},
+		{"chunk not an integer", []any{int64(3), "11", "x", "", v}, 0},
+		{"six values", []any{int64(3), "11", int64(0), "", v, v}, 0},
+		{"count not an integer", []any{"3", "11", int64(0), "", v}, 0},
+		{"flags not a string", []any{int64(3), int64(11), int64(0), "", v}, 0},
+		{"too few flags", []any{int64(3), "1", int64(0), "", v}, 0},
+		{"too many flags", []any{int64(3), "111", int64(0), "", v}, 0},
+		{"version not an integer", []any{int64(3), "11", int64(0), "", "17"}, 0},
+		{"reactions not a string", []any{int64(3), "11", int64(0), int64(1), v}, 1},
+		{"reactions for none", []any{int64(3), "11", int64(0), "4", v}, 0},
+		{"too few reactions", []any{int64(3), "11", int64(0), "4", v}, 2},
+		{"a reaction not a number", []any{int64(3), "11", int64(0), "4,x", v}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if res, _, err := results(tt.give, two); err == nil || !settled(err) {
+			if res, _, _, err := results(tt.give, two, tt.reactions); err == nil || !settled(err) {
 				t.Errorf("results(%#v) = %+v, %v; want a malformed-reply error", tt.give, res, err)
 			}
 		})
 	}
-	if res, cur, err := results([]any{int64(3), "11", int64(2)}, two); err != nil || res[0] != (Result{4, true}) || res[1] != (Result{3, true}) || cur != 2 {
+	res, rx, cur, err := results([]any{int64(3), "11", int64(2), "7,-1501", v}, two, 2)
+	if err != nil || res[0] != (Result{Count: 4, Changed: true}) || res[1] != (Result{Count: 3, Changed: true}) || cur != 2 {
 		t.Errorf("well-formed reply: %+v, chunk %d, %v; want counts 4 then 3, chunk 2", res, cur, err)
 	}
-	if _, cur, err := results([]any{int64(3), "11"}, two); err != nil || cur != -1 {
+	if want := []Result{{Count: 7, Changed: true, Version: v}, {RetryAfter: 1500 * time.Millisecond, Version: v}}; !slices.Equal(rx, want) {
+		t.Errorf("well-formed reply's reactions: %+v; want %+v", rx, want)
+	}
+	if _, _, cur, err := results([]any{int64(3), "11", int64(-1), "", v}, two, 0); err != nil || cur != -1 {
 		t.Errorf("a re-run's reply: chunk %d, %v; want -1 (none)", cur, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,16 +16,25 @@ import (
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
-// Result is the outcome of a like or an unlike.
+// Result is the outcome of a like, an unlike or a reaction.
 type Result struct {
-	Count   int64 // the post's count after the call
-	Changed bool  // false for a repeated like or an unlike of a post not liked
+	Count   int64 // the post's count after the call; for a reaction, its kind's count
+	Changed bool  // false for a repeated like, an unlike of a post not liked, a refused reaction
+	// RetryAfter is how long a refused reaction's user must wait before the post takes another
+	// reaction of theirs (the reaction interval's rest); 0 otherwise.
+	RetryAfter time.Duration
+	// Version is, for a reaction, the post's version after its batch (the ts of the update that
+	// carried it), or 0 when the batch changed nothing. Likes leave it 0: their callers have not
+	// needed it.
+	Version int64
 }
 
-// Change is one like, or with Unlike one unlike, of a post by User.
+// Change is one like, or with Unlike one unlike, or with Kind one reaction of that kind, of a
+// post by User.
 type Change struct {
 	User   string
 	Unlike bool
+	Kind   string // a reaction: counted once per ReactionInterval per user and post
 }
 
 // ErrExpired is a batch that Redis refused because its deadline had passed when Redis came to
@@ -52,6 +62,7 @@ type Store struct {
 	cluster bool // the users' indexes live in other slots: kept from outside the script
 	acks    int
 	grace   time.Duration
+	every   time.Duration // a user's reactions to one post: at most one per every
 	chunks  chunkCache
 }
 
@@ -68,7 +79,14 @@ type StoreOptions struct {
 	// the user does not like is removed only once it is older (userindex.go). 0 means
 	// DefaultIndexGrace.
 	IndexGrace time.Duration
+	// ReactionInterval is how often a user may react to one post (any kind); 0 means
+	// DefaultReactionInterval.
+	ReactionInterval time.Duration
 }
+
+// DefaultReactionInterval is StoreOptions.ReactionInterval's default: one reaction per person
+// every 3 s, as Speechwave's live audiences (issue 19).
+const DefaultReactionInterval = 3 * time.Second
 
 // DefaultIndexGrace is StoreOptions.IndexGrace's default: the writer's default 2 s request
 // timeout and a second of margin (the writer passes its own timeout plus that second).
@@ -83,7 +101,11 @@ func NewStore(rdb redis.UniversalClient, keys rediskeys.Scheme, o StoreOptions) 
 	if o.IndexGrace <= 0 {
 		o.IndexGrace = DefaultIndexGrace
 	}
-	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, grace: o.IndexGrace}
+	if o.ReactionInterval <= 0 {
+		o.ReactionInterval = DefaultReactionInterval
+	}
+	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, grace: o.IndexGrace,
+		every: o.ReactionInterval}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis
@@ -110,6 +132,13 @@ func (s *Store) Unlike(ctx context.Context, post, user string) (Result, error) {
 	return s.one(ctx, post, Change{User: user, Unlike: true})
 }
 
+// React counts one reaction of kind to post by user, unless user reacted to post less than the
+// reaction interval ago (Result.RetryAfter). kind is not checked here: the handler takes only
+// configured kinds.
+func (s *Store) React(ctx context.Context, post, user, kind string) (Result, error) {
+	return s.one(ctx, post, Change{User: user, Kind: kind})
+}
+
 func (s *Store) one(ctx context.Context, post string, c Change) (Result, error) {
 	res, err := s.Apply(ctx, post, []Change{c})
 	if err != nil {
@@ -120,7 +149,9 @@ func (s *Store) one(ctx context.Context, post string, c Change) (Result, error) 
 
 // Apply stores changes of post in one atomic script call, in their order, and returns each
 // one's result: the same results as applying them one by one, with one version bump and one
-// publish of the final count for the whole batch (none if nothing changed). A user repeated in
+// publish of the final state for the whole batch (none if nothing changed). Reactions and likes
+// touch different keys, so their relative order does not matter: the script takes the likes in
+// their order and the reactions in theirs. A user repeated in
 // changes is counted once. On error none of the results is known: the batch either was stored
 // whole or not at all.
 //
@@ -141,6 +172,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 	if n == 0 || n > MaxBatch {
 		return nil, fmt.Errorf("like script: %d changes; want 1 to %d", n, MaxBatch)
 	}
+	likes, reactions := split(changes)
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		var cancel context.CancelFunc
@@ -150,21 +182,21 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 	}
 	cutoff := deadline.Add(-clockSkew)
 	if s.cluster {
-		if err := s.indexLikes(ctx, post, changes); err != nil {
+		if err := s.indexLikes(ctx, post, likes); err != nil {
 			return nil, err
 		}
 	}
 	guess := s.chunks.get(post)
 	var unliked []int64
-	reread := slices.ContainsFunc(changes, func(c Change) bool { return c.Unlike })
+	reread := slices.ContainsFunc(likes, func(c Change) bool { return c.Unlike })
 	for range maxChunkCalls {
 		if reread {
 			var err error
-			if unliked, err = s.likedChunks(ctx, post, changes); err != nil {
+			if unliked, err = s.likedChunks(ctx, post, likes); err != nil {
 				return nil, err
 			}
 		}
-		keys, args := s.call(post, changes, guess, unliked, cutoff)
+		keys, args := s.call(post, likes, reactions, guess, unliked, cutoff)
 		reply, err := s.run(ctx, keys, args, cutoff) // again while the post's slot moves: moving.go
 		if err != nil {
 			return nil, scriptError(err)
@@ -175,7 +207,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			reread = code == againUnliked
 			continue
 		}
-		res, cur, err := results(reply, changes)
+		likeRes, reactRes, cur, err := results(reply, likes, len(reactions))
 		if err != nil {
 			return nil, err
 		}
@@ -183,11 +215,48 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			s.chunks.set(post, cur)
 		}
 		if s.cluster {
-			s.unindex(ctx, post, changes, res)
+			s.unindex(ctx, post, likes, likeRes)
 		}
-		return res, nil
+		return merge(changes, likeRes, reactRes), nil
 	}
 	return nil, errChunkCalls
+}
+
+// split separates a batch's likes and unlikes from its reactions, each in their order. Most
+// batches have no reactions: they come back as they are.
+func split(changes []Change) (likes, reactions []Change) {
+	i := slices.IndexFunc(changes, func(c Change) bool { return c.Kind != "" })
+	if i < 0 {
+		return changes, nil
+	}
+	likes = slices.Clip(changes[:i]) // an append copies: changes stays as it is
+	for _, c := range changes[i:] {
+		if c.Kind == "" {
+			likes = append(likes, c)
+		} else {
+			reactions = append(reactions, c)
+		}
+	}
+	return likes, reactions
+}
+
+// merge puts the results of a batch's likes and reactions back in the batch's order.
+func merge(changes []Change, likes, reactions []Result) []Result {
+	if len(reactions) == 0 {
+		return likes
+	}
+	if len(likes) == 0 {
+		return reactions
+	}
+	out := make([]Result, 0, len(changes))
+	for _, c := range changes {
+		if c.Kind != "" {
+			out, reactions = append(out, reactions[0]), reactions[1:]
+		} else {
+			out, likes = append(out, likes[0]), likes[1:]
+		}
+	}
+	return out
 }
 
 // maxChunkCalls bounds the calls of one batch that the script sends back (see Apply): each means
@@ -218,9 +287,9 @@ func callAgain(reply []any) (code, cur int64, again bool) {
 }
 
 // call lays out one script call's KEYS and ARGV as changeScript documents them.
-func (s *Store) call(post string, changes []Change, guess int64, unliked []int64, cutoff time.Time) ([]string, []any) {
-	n, m := len(changes), len(unliked)
-	keys := make([]string, 7, 7+n+m+n)
+func (s *Store) call(post string, changes, reactions []Change, guess int64, unliked []int64, cutoff time.Time) ([]string, []any) {
+	n, m, r := len(changes), len(unliked), len(reactions)
+	keys := make([]string, 7, 7+n+m+n+1+r)
 	keys[0], keys[1], keys[2] = s.keys.Count(post), s.keys.Version(post), s.keys.Channel(post)
 	keys[3] = s.keys.Batch(post, strconv.FormatUint(rand.Uint64(), 36))
 	keys[4], keys[5], keys[6] = s.keys.LikersChunk(post), s.keys.Likers(post, guess), s.keys.Likers(post, guess+1)
@@ -232,7 +301,7 @@ func (s *Store) call(post string, changes []Change, guess int64, unliked []int64
 			ops[i] = 'U'
 		}
 	}
-	args := make([]any, 0, 7+m+n)
+	args := make([]any, 0, 9+m+n+r)
 	args = append(args, post, s.publish, ops, cutoff.UnixMilli(), guess, m)
 	for _, c := range unliked {
 		keys = append(keys, s.keys.Likers(post, c))
@@ -242,12 +311,20 @@ func (s *Store) call(post string, changes []Change, guess int64, unliked []int64
 		args = append(args, c.User)
 	}
 	if s.cluster {
-		return keys, append(args, "0")
+		args = append(args, "0")
+	} else {
+		for _, c := range changes {
+			keys = append(keys, s.keys.UserLikes(c.User))
+		}
+		args = append(args, "1")
 	}
-	for _, c := range changes {
-		keys = append(keys, s.keys.UserLikes(c.User))
+	keys = append(keys, s.keys.Reactions(post))
+	args = append(args, r, s.every.Milliseconds())
+	for _, c := range reactions {
+		keys = append(keys, s.keys.ReactionGate(post, c.User))
+		args = append(args, c.Kind)
 	}
-	return keys, append(args, "1")
+	return keys, args
 }
 
 // likedChunks reads the dedup keys of the batch's unliking users: the chunks that list them.
@@ -300,28 +377,34 @@ func settled(err error) bool {
 }
 
 // results turns the script's reply, {count before the batch, one byte per change: 1 if it
-// changed something, current likers chunk}, into each change's result, counting as the script
-// did, and returns the chunk too (-1 when the reply is a re-run's, which has none). A reply of
-// another shape is an error, never a panic: the flusher that calls this serves a whole post.
-func results(reply []any, changes []Change) ([]Result, int64, error) {
-	if len(reply) != 2 && len(reply) != 3 {
-		return nil, 0, fmt.Errorf("%w: %d values; want a count, flags and a chunk", errReply, len(reply))
+// changed something, current likers chunk, reactions, version}, into each change's and each reaction's
+// result, counting as the script did, and returns the chunk too (-1 when the reply is a
+// re-run's, which has none). A reply of another shape is an error, never a panic: the flusher
+// that calls this serves a whole post.
+func results(reply []any, changes []Change, reactions int) (likes, reacts []Result, chunk int64, err error) {
+	if len(reply) != 5 {
+		return nil, nil, 0, fmt.Errorf("%w: %d values; want a count, flags, a chunk, reactions and a version", errReply, len(reply))
 	}
 	count, ok := reply[0].(int64)
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: count %T; want an integer", errReply, reply[0])
+		return nil, nil, 0, fmt.Errorf("%w: count %T; want an integer", errReply, reply[0])
 	}
 	flags, ok := reply[1].(string)
 	if !ok || len(flags) != len(changes) {
-		return nil, 0, fmt.Errorf("%w: flags %v for %d changes", errReply, reply[1], len(changes))
+		return nil, nil, 0, fmt.Errorf("%w: flags %v for %d changes", errReply, reply[1], len(changes))
 	}
-	cur := int64(-1)
-	if len(reply) == 3 {
-		if cur, ok = reply[2].(int64); !ok {
-			return nil, 0, fmt.Errorf("%w: chunk %T; want an integer", errReply, reply[2])
-		}
+	cur, ok := reply[2].(int64)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("%w: chunk %T; want an integer", errReply, reply[2])
 	}
-	res := make([]Result, len(changes))
+	ver, ok := reply[4].(int64)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("%w: version %T; want an integer", errReply, reply[4])
+	}
+	if reacts, err = reactionResults(reply[3], reactions, ver); err != nil {
+		return nil, nil, 0, err
+	}
+	likes = make([]Result, len(changes))
 	for i, c := range changes {
 		changed := flags[i] == '1'
 		switch {
@@ -330,9 +413,40 @@ func results(reply []any, changes []Change) ([]Result, int64, error) {
 		case changed:
 			count++
 		}
-		res[i] = Result{Count: count, Changed: changed}
+		likes[i] = Result{Count: count, Changed: changed}
 	}
-	return res, cur, nil
+	return likes, reacts, cur, nil
+}
+
+// reactionResults reads the script's reactions, one number per reaction: the kind's count after
+// it, or -1 - the milliseconds its user must still wait.
+func reactionResults(v any, n int, ver int64) ([]Result, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("%w: reactions %T; want a string", errReply, v)
+	}
+	if n == 0 {
+		if s != "" {
+			return nil, fmt.Errorf("%w: reactions %q for none", errReply, s)
+		}
+		return nil, nil
+	}
+	out := make([]Result, 0, n)
+	for f := range strings.SplitSeq(s, ",") {
+		x, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reactions %q", errReply, s)
+		}
+		if x >= 0 {
+			out = append(out, Result{Count: x, Changed: true, Version: ver})
+		} else {
+			out = append(out, Result{RetryAfter: time.Duration(-1-x) * time.Millisecond, Version: ver})
+		}
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("%w: reactions %q for %d", errReply, s, n)
+	}
+	return out, nil
 }
 
 // Count returns post's like count, 0 for a post never liked.
