@@ -169,7 +169,7 @@ func newRouter(cfg config, log *zap.Logger, reg *prometheus.Registry, metrics *s
 	page := web.Handler(cfg.Page)
 	r.Handle("/", page)
 	r.Handle(web.AssetPrefix+"*", page)
-	r.Handle(web.ClientPath, page)
+	r.Handle(web.ClientDir+"*", page)
 	return r
 }
 

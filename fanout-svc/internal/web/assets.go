@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -9,9 +10,11 @@ import (
 	"path"
 )
 
-// static holds the page template and the files it loads. Nothing is built or fetched at run time.
+// static holds the page template, the files it loads and the client library's modules. Nothing
+// is built or fetched at run time. The patterns name the served files only: static/client is
+// also the npm package, whose node_modules, tests and example must not end up in the binary.
 //
-//go:embed static
+//go:embed static/index.html static/assets static/client/likes.js static/client/likes-elements.js
 var static embed.FS
 
 // contentTypes names the type of every file the page loads. It is fixed here rather than taken
@@ -43,13 +46,32 @@ func newAsset(name string, body []byte) (asset, error) {
 // etag quotes the version as an entity tag.
 func (a asset) etag() string { return `"` + a.version + `"` }
 
-// loadClient reads the client library, likes.js.
-func loadClient() (asset, error) {
-	body, err := fs.ReadFile(static, "static/client/likes.js")
-	if err != nil {
-		return asset{}, fmt.Errorf("read client library: %w", err)
+// clientModules are the client library's modules, served under ClientDir, each after the
+// modules it imports.
+var clientModules = []string{"likes.js", "likes-elements.js"}
+
+// loadClient reads the client library's modules, keyed by file name. An import of another
+// module ("./likes.js") is rewritten to that module's versioned URL ("./likes.js?v=..."), so a
+// module a site pins at its own ?v= always gets the library it was built with, and its version
+// changes with the library's.
+func loadClient() (map[string]asset, error) {
+	modules := make(map[string]asset, len(clientModules))
+	for _, name := range clientModules {
+		body, err := fs.ReadFile(static, "static/client/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("read client library: %w", err)
+		}
+		for dep, a := range modules {
+			from := []byte(`from "./` + dep + `";`)
+			body = bytes.ReplaceAll(body, from, []byte(`from "./`+dep+"?v="+a.version+`";`))
+		}
+		a, err := newAsset(name, body)
+		if err != nil {
+			return nil, err
+		}
+		modules[name] = a
 	}
-	return newAsset("likes.js", body)
+	return modules, nil
 }
 
 // loadAssets reads every embedded file under static/assets, keyed by file name.

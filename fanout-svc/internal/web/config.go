@@ -30,7 +30,13 @@ type Config struct {
 	// HeartbeatMS is the node's heartbeat interval in milliseconds, so the page's silence
 	// watchdog knows how long a healthy stream can be quiet. 0 leaves the library's default.
 	HeartbeatMS int64 `json:"heartbeatMs,omitempty"`
+	// Reactions are the reaction kinds the page offers, in order: the deployment's
+	// REACTION_KINDS, which the writer also takes. Empty leaves the elements' defaults.
+	Reactions []string `json:"reactions,omitempty"`
 }
+
+// MaxReactions bounds the kinds the page shows: a reaction bar is one row of buttons.
+const MaxReactions = 16
 
 // Validate reports the first problem with c, so a misconfigured service fails at start instead of
 // serving a page whose likes can never succeed.
@@ -40,6 +46,9 @@ func (c Config) Validate() error {
 	}
 	if err := validatePosts(c.Posts); err != nil {
 		return fmt.Errorf("posts: %w", err)
+	}
+	if err := validateReactions(c.Reactions); err != nil {
+		return fmt.Errorf("reactions: %w", err)
 	}
 	for _, r := range c.Token {
 		if r <= ' ' || r > '~' {
@@ -64,6 +73,24 @@ func validateWriterURL(raw string) error {
 		return fmt.Errorf("%q: host is missing", raw)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		return fmt.Errorf("%q: must not carry user info, a query or a fragment", raw)
+	}
+	return nil
+}
+
+func validateReactions(kinds []string) error {
+	if len(kinds) > MaxReactions {
+		return fmt.Errorf("%d kinds; the page shows at most %d", len(kinds), MaxReactions)
+	}
+	seen := make(map[string]bool, len(kinds))
+	for _, k := range kinds {
+		// A kind has a post id's form (1-64 of A-Z a-z 0-9 _ -), safe in a URL path and JSON.
+		if ids.ValidPostID(k) != nil {
+			return fmt.Errorf("%q is not 1-64 of A-Z a-z 0-9 _ -", k)
+		}
+		if seen[k] {
+			return fmt.Errorf("%q is listed twice", k)
+		}
+		seen[k] = true
 	}
 	return nil
 }

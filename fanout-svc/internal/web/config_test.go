@@ -30,6 +30,10 @@ func TestConfigValidate(t *testing.T) {
 		{"writer with query", Config{WriterURL: "http://w/?x=1", Posts: []string{"1"}}, "query"},
 		{"writer with user", Config{WriterURL: "http://u:p@w", Posts: []string{"1"}}, "user info"},
 		{"token with space", Config{Posts: []string{"1"}, Token: "a b"}, "token"},
+		{"reaction kinds", Config{Posts: []string{"1"}, Reactions: []string{"clap", "heart", "thumbs_up-2"}}, ""},
+		{"bad reaction kind", Config{Posts: []string{"1"}, Reactions: []string{"clap", "🔥"}}, "reactions"},
+		{"reaction kind twice", Config{Posts: []string{"1"}, Reactions: []string{"clap", "clap"}}, "listed twice"},
+		{"too many reaction kinds", Config{Posts: []string{"1"}, Reactions: many[:MaxReactions+1]}, "at most 16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

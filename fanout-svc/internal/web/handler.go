@@ -10,16 +10,24 @@ import (
 )
 
 // AssetPrefix is the path under which the page's files are served. Mount Handler on "/", on
-// this prefix and on ClientPath, without stripping any.
+// this prefix and on ClientDir, without stripping any.
 const AssetPrefix = "/assets/"
 
-// ClientPath is where the client library, likes.js, is served to any site that embeds likes.
-const ClientPath = "/client/likes.js"
+// ClientDir is where the client library's modules are served to any site that embeds likes:
+// ClientPath and ElementsPath.
+const ClientDir = "/client/"
+
+// ClientPath is where the client library, likes.js, is served.
+const ClientPath = ClientDir + "likes.js"
+
+// ElementsPath is where the custom elements (<like-button>, <reaction-bar>) are served; the
+// module imports ClientPath.
+const ElementsPath = ClientDir + "likes-elements.js"
 
 // site serves the rendered page and its assets.
 type site struct {
 	page   asset
-	client asset
+	client map[string]asset // by file name, under ClientDir
 	assets map[string]asset
 	csp    string
 }
@@ -27,7 +35,8 @@ type site struct {
 var _ http.Handler = (*site)(nil)
 
 // Handler serves GET / (the page, with cfg rendered into it), GET /assets/{name} (its script,
-// style sheet and icon) and GET /client/likes.js (the client library). Any other path answers 404 JSON and any other method 405 JSON. cfg
+// style sheet and icon) and GET /client/likes.js and /client/likes-elements.js (the client
+// library). Any other path answers 404 JSON and any other method 405 JSON. cfg
 // should have passed Validate; Handler panics only if the embedded files are broken, which the
 // package's tests rule out.
 func Handler(cfg Config) http.Handler {
@@ -40,7 +49,7 @@ func Handler(cfg Config) http.Handler {
 	if err != nil {
 		panic(err)
 	}
-	page, err := renderPage(cfg, assets)
+	page, err := renderPage(cfg, assets, client)
 	if err != nil {
 		panic(err)
 	}
@@ -100,8 +109,10 @@ func (s *site) lookup(path string) (a asset, kind int, ok bool) {
 	switch path {
 	case "/":
 		return s.page, kindPage, true
-	case ClientPath:
-		return s.client, kindClient, true
+	}
+	if name, found := strings.CutPrefix(path, ClientDir); found {
+		a, ok = s.client[name]
+		return a, kindClient, ok
 	}
 	name, found := strings.CutPrefix(path, AssetPrefix)
 	if !found {

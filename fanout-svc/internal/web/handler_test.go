@@ -222,11 +222,21 @@ func TestHeadServesHeadersOnly(t *testing.T) {
 	}
 }
 
-// TestClientLibrary: /client/likes.js is JavaScript any site may load as a module (CORS, CORP),
-// revalidated when unversioned and immutable at its versioned URL, like the page's assets.
+// TestClientLibrary: /client/likes.js and /client/likes-elements.js are JavaScript any site may
+// load as modules (CORS, CORP), revalidated when unversioned and immutable at their versioned
+// URLs, like the page's assets.
 func TestClientLibrary(t *testing.T) {
+	for _, tt := range []struct{ path, export string }{
+		{ClientPath, "export function connect("},
+		{ElementsPath, "export function configure("},
+	} {
+		t.Run(tt.path, func(t *testing.T) { testClientModule(t, tt.path, tt.export) })
+	}
+}
+
+func testClientModule(t *testing.T, path, export string) {
 	srv := newServer(t, Config{Posts: []string{"1"}})
-	resp, body := get(t, srv, http.MethodGet, ClientPath, map[string]string{"Origin": "https://blog.example"})
+	resp, body := get(t, srv, http.MethodGet, path, map[string]string{"Origin": "https://blog.example"})
 	want := map[string]string{
 		"Content-Type":                 "text/javascript; charset=utf-8",
 		"X-Content-Type-Options":       "nosniff",
@@ -235,28 +245,28 @@ func TestClientLibrary(t *testing.T) {
 		"Cache-Control":                "no-cache",
 	}
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s status = %d; want 200", ClientPath, resp.StatusCode)
+		t.Fatalf("GET %s status = %d; want 200", path, resp.StatusCode)
 	}
 	for k, v := range want {
 		if got := resp.Header.Get(k); got != v {
 			t.Errorf("%s = %q; want %q", k, got, v)
 		}
 	}
-	if !strings.Contains(body, "export function connect(") {
-		t.Errorf("%s does not export connect", ClientPath)
+	if !strings.Contains(body, export) {
+		t.Errorf("%s does not contain %q", path, export)
 	}
 	// Nothing a strict Content-Security-Policy (no 'unsafe-eval', no inline code) would block.
 	for _, banned := range []string{"eval(", "new Function", "innerHTML", "setTimeout(\"", "document.write"} {
 		if strings.Contains(body, banned) {
-			t.Errorf("%s contains %q, which a strict CSP forbids", ClientPath, banned)
+			t.Errorf("%s contains %q, which a strict CSP forbids", path, banned)
 		}
 	}
 	etag := resp.Header.Get("ETag")
-	versioned, _ := get(t, srv, http.MethodGet, ClientPath+"?v="+strings.Trim(etag, `"`), nil)
+	versioned, _ := get(t, srv, http.MethodGet, path+"?v="+strings.Trim(etag, `"`), nil)
 	if got := versioned.Header.Get("Cache-Control"); !strings.Contains(got, "immutable") {
-		t.Errorf("versioned %s Cache-Control = %q; want immutable", ClientPath, got)
+		t.Errorf("versioned %s Cache-Control = %q; want immutable", path, got)
 	}
-	again, rest := get(t, srv, http.MethodGet, ClientPath, map[string]string{"If-None-Match": etag})
+	again, rest := get(t, srv, http.MethodGet, path, map[string]string{"If-None-Match": etag})
 	if again.StatusCode != http.StatusNotModified || rest != "" {
 		t.Errorf("revalidation: status %d, %d bytes; want 304 and no body", again.StatusCode, len(rest))
 	}
@@ -266,13 +276,11 @@ func TestClientLibrary(t *testing.T) {
 }
 
 // TestPageModulesResolve: every module the page loads, and every module those import, resolves
-// to a JavaScript file this handler serves, so the page cannot ship a broken import.
+// to a JavaScript file this handler serves, so the page cannot ship a broken import; the page
+// preloads the elements and the very likes.js URL they import.
 func TestPageModulesResolve(t *testing.T) {
 	srv := newServer(t, Config{Posts: []string{"1"}})
 	_, page := get(t, srv, http.MethodGet, "/", nil)
-	if !strings.Contains(page, `<link rel="modulepreload" href="client/likes.js">`) {
-		t.Errorf("page does not preload client/likes.js")
-	}
 	importRe := regexp.MustCompile(`(?m)^import .* from "([^"]+)";`)
 	queue := []string{assetURLs(t, page)["app.js"]}
 	seen := map[string]bool{}
@@ -299,8 +307,43 @@ func TestPageModulesResolve(t *testing.T) {
 			queue = append(queue, base.ResolveReference(ref).String())
 		}
 	}
-	if !seen[ClientPath] {
-		t.Errorf("the page's modules %v do not import %s", seen, ClientPath)
+	var library string
+	for u := range seen {
+		if strings.HasPrefix(u, ClientPath+"?v=") {
+			library = u
+		}
+	}
+	if !seen[ElementsPath] || library == "" {
+		t.Fatalf("the page's modules %v do not import %s and a versioned %s", seen, ElementsPath, ClientPath)
+	}
+	for _, preload := range []string{ElementsPath, library} {
+		if want := `<link rel="modulepreload" href="` + strings.TrimPrefix(preload, "/") + `">`; !strings.Contains(page, want) {
+			t.Errorf("page does not preload %s (%s)", preload, want)
+		}
+	}
+}
+
+// TestElementsPinTheLibrary: likes-elements.js imports likes.js at the version served with it,
+// so a site that pins the elements at their ?v= never gets them with another library, and the
+// elements' version changes whenever the library's does.
+func TestElementsPinTheLibrary(t *testing.T) {
+	srv := newServer(t, Config{Posts: []string{"1"}})
+	lib, _ := get(t, srv, http.MethodGet, ClientPath, nil)
+	resp, body := get(t, srv, http.MethodGet, ElementsPath, map[string]string{"Origin": "https://blog.example"})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("GET %s: %d, Access-Control-Allow-Origin %q; want 200 and *", ElementsPath, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	want := `from "./likes.js?v=` + strings.Trim(lib.Header.Get("ETag"), `"`) + `";`
+	if !strings.Contains(body, want) {
+		t.Errorf("%s does not import the library as %s", ElementsPath, want)
+	}
+	if strings.Contains(body, `from "./likes.js";`) {
+		t.Errorf("%s still imports the unversioned library", ElementsPath)
+	}
+	for _, name := range []string{"package.json", "likes.d.ts", "test/likes.test.js", "node_modules/esbuild/package.json"} {
+		if r, _ := get(t, srv, http.MethodGet, ClientDir+name, nil); r.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s%s = %d; want 404: the npm package's other files are not served", ClientDir, name, r.StatusCode)
+		}
 	}
 }
 

@@ -1,14 +1,19 @@
-// The likes live page: the configured posts with like buttons, live counts and "watching now",
-// all from likes.js, the client library this node serves to any site. The page only renders what
-// the library reports; the liked state comes from the writer (GET /likes), never from storage.
+// The likes live page: the configured posts, each with a <like-button>, a <reaction-bar> and
+// "watching now", or in talk mode (?mode=talk) one post as a presenter's screen with a big
+// reaction bar whose emoji float up live. It is built on likes-elements.js, the custom elements
+// this node serves to any site, and renders only what the library reports; the liked state comes
+// from the writer (GET /likes), never from storage.
 
-import { connect } from "../client/likes.js";
+import { configure } from "../client/likes-elements.js";
 
 const NOTICE_MS = 6000;
-const numbers = new Intl.NumberFormat();
+const numbers = new Intl.NumberFormat(document.documentElement.lang || navigator.language);
 const config = readConfig();
+const params = new URLSearchParams(location.search);
+const talk = params.get("mode") === "talk";
 const storage = openStorage();
-const views = new Map(); // post id -> its elements
+const views = new Map(); // post id -> its "watching" elements
+let talkView = null; // talk mode's post and its numbers
 const connection = document.getElementById("connection");
 let noticeTimer = 0;
 let likes = null;
@@ -22,9 +27,10 @@ function readConfig() {
       posts: Array.isArray(c.posts) ? c.posts.map(String) : [],
       token: typeof c.token === "string" ? c.token : "",
       heartbeatMs: Number.isFinite(c.heartbeatMs) ? c.heartbeatMs : undefined,
+      reactions: Array.isArray(c.reactions) && c.reactions.length ? c.reactions.map(String) : null,
     };
   } catch {
-    return { writerURL: "", posts: [], token: "" };
+    return { writerURL: "", posts: [], token: "", reactions: null };
   }
 }
 
@@ -79,8 +85,8 @@ function renderPosts() {
   const template = document.getElementById("post-template");
   for (const id of config.posts) {
     const node = template.content.firstElementChild.cloneNode(true);
-    list.appendChild(node);
     views.set(id, renderPost(node, id));
+    list.appendChild(node); // the elements join the shared connection as they connect
   }
 }
 
@@ -95,16 +101,33 @@ function renderPost(node, id) {
   const avatar = node.querySelector(".post-avatar");
   avatar.textContent = initials(id);
   avatar.style.setProperty("--hue", String(hue(id)));
-  const button = node.querySelector(".like");
-  button.setAttribute("aria-describedby", titleID);
-  button.addEventListener("click", () => toggle(id));
+  node.querySelector("like-button").setAttribute("post", id);
+  const bar = node.querySelector("reaction-bar");
+  bar.setAttribute("aria-label", "React to " + postTitle(id));
+  bar.setAttribute("kinds", kinds().join(","));
+  bar.setAttribute("post", id);
   return {
-    button,
-    value: node.querySelector(".count-value"),
-    unit: node.querySelector(".count-unit"),
     watching: node.querySelector(".watching"),
     watchingValue: node.querySelector(".watching-value"),
   };
+}
+
+// renderTalk shows one post, ?post= or the first, as a talk's screen: its title, the total of
+// its reactions, how many watch, and a big reaction bar.
+function renderTalk() {
+  const id = config.posts.includes(params.get("post")) ? params.get("post") : config.posts[0];
+  document.getElementById("talk").hidden = false;
+  document.getElementById("posts").hidden = true;
+  document.getElementById("talk-title").textContent = postTitle(id);
+  const bar = document.getElementById("talk-bar");
+  bar.setAttribute("kinds", kinds().join(","));
+  bar.setAttribute("post", id);
+  talkView = { id, total: document.getElementById("talk-total"), unit: document.getElementById("talk-unit"), watching: document.getElementById("talk-watching") };
+}
+
+// kinds are the reactions the page offers: REACTION_KINDS as the node was configured.
+function kinds() {
+  return config.reactions || ["heart", "clap", "laugh", "wow", "fire"];
 }
 
 // postTitle turns an id into a heading: "42" -> "Post #42", "launch-day" -> "Launch day".
@@ -129,29 +152,23 @@ function hue(text) { // FNV-1a, for a stable avatar colour per post
   return h % 360;
 }
 
-// show renders one post as the library reports it.
+// show renders what the elements do not: the "watching" numbers, and talk mode's total.
 function show(post) {
-  const v = views.get(post.id);
-  if (!v) return;
-  if (post.count !== null && v.value.dataset.count !== String(post.count)) {
-    const changed = v.value.dataset.count !== "";
-    v.value.textContent = numbers.format(post.count);
-    v.value.dataset.count = String(post.count);
-    v.unit.textContent = post.count === 1 ? "like" : "likes";
-    if (changed) {
-      v.value.classList.remove("bump");
-      void v.value.offsetWidth; // restart the animation
-      v.value.classList.add("bump");
+  if (talkView && post.id === talkView.id) {
+    const total = Object.values(post.reactions).reduce((a, b) => a + b, 0);
+    talkView.total.textContent = numbers.format(total);
+    talkView.total.dataset.total = String(total);
+    talkView.unit.textContent = total === 1 ? "reaction" : "reactions";
+    if (post.watching !== null) {
+      talkView.watching.textContent = numbers.format(post.watching);
+      talkView.watching.dataset.watching = String(post.watching);
     }
   }
-  if (post.watching !== null) {
-    v.watchingValue.textContent = numbers.format(post.watching);
-    v.watchingValue.dataset.watching = String(post.watching);
-    v.watching.hidden = false;
-  }
-  v.button.setAttribute("aria-pressed", post.liked ? "true" : "false");
-  v.button.setAttribute("aria-busy", post.pending ? "true" : "false");
-  v.button.title = post.liked ? "Unlike" : "Like";
+  const v = views.get(post.id);
+  if (!v || post.watching === null) return;
+  v.watchingValue.textContent = numbers.format(post.watching);
+  v.watchingValue.dataset.watching = String(post.watching);
+  v.watching.hidden = false;
 }
 
 function showState(state, connects) {
@@ -170,9 +187,11 @@ function showNotice(text, sticky) {
   if (!sticky) noticeTimer = setTimeout(() => { el.hidden = true; }, NOTICE_MS);
 }
 
-// describe turns a LikeError into a sentence for the notice.
+// describe turns a LikeError or ReactionError into a sentence for the notice.
 function describe(err) {
   const wait = Math.max(1, Math.ceil((err.retryAfter || 0) / 1000));
+  if (err.op === "react" && err.status === 429) return "One reaction at a time: react again in " + wait + " s.";
+  if (err.op === "react" && err.status === 400) return "The writer does not know that reaction: " + err.message + ".";
   switch (err.status) {
     case 0: return "Could not save the like: " + err.message + " (" + (config.writerURL || location.origin) + ").";
     case 401:
@@ -180,14 +199,6 @@ function describe(err) {
     case 429: return "Too many likes at once. Try again in " + wait + " s.";
     case 503: return "The writer is unavailable right now. Try again in " + wait + " s.";
     default: return "The like was not saved: " + err.message + ".";
-  }
-}
-
-async function toggle(id) {
-  try {
-    await likes.toggle(id);
-  } catch (err) {
-    showNotice(describe(err));
   }
 }
 
@@ -217,32 +228,42 @@ function wireTokenForm() {
 // identityChanged shows the new identity and asks the writer which posts it likes.
 function identityChanged() {
   showIdentity();
-  likes.setToken(token());
+  if (likes) likes.setToken(token());
 }
 
 // ---- start ----------------------------------------------------------------------------------
 
 function start() {
   document.getElementById("writer").textContent = config.writerURL || location.origin;
+  document.body.dataset.mode = talk ? "talk" : "feed";
+  document.getElementById(talk ? "mode-talk" : "mode-feed").setAttribute("aria-current", "page");
   showIdentity();
-  renderPosts();
   if (!config.posts.length) {
     showNotice("No posts are configured (PAGE_POSTS).", true);
     return;
   }
-  likes = connect({
+  configure({
     streams: new URL(".", location.href).href, // this node, also under a path prefix
     writer: config.writerURL,
-    posts: config.posts,
     token: token(),
     heartbeat: config.heartbeatMs,
+    kinds: kinds(),
   });
+  document.addEventListener("likes-connect", (e) => connected(e.detail));
+  document.addEventListener("likes-error", (e) => showNotice(describe(e.detail)));
+  if (talk) renderTalk();
+  else renderPosts();
+  wireTokenForm();
+}
+
+// connected wires the page to the elements' shared connection once it opens.
+function connected(l) {
+  likes = l;
   likes.addEventListener("update", (e) => show(e.detail));
   likes.addEventListener("session", showIdentity);
-  showIdentity(); // a session kept from an earlier visit
   likes.addEventListener("state", (e) => showState(e.detail.state, e.detail.connects));
   likes.addEventListener("error", (e) => showNotice("Could not load your likes: " + e.detail.message + "."));
-  wireTokenForm();
+  showIdentity(); // a session kept from an earlier visit
   showState(likes.state, likes.connects);
 }
 

@@ -1,6 +1,7 @@
-// likes.js: live like counts, "watching now" numbers and the user's own likes for any page.
-// A dependency-free ES module served by fanout-svc at /client/likes.js. See the README,
-// "The client library", for the API and a copy-paste example.
+// likes.js: live like counts, reactions, "watching now" numbers and the user's own likes for any
+// page. A dependency-free ES module served by fanout-svc at /client/likes.js (and published as
+// the npm package @likes/client). See the README, "The client library", for the API and a
+// copy-paste example; likes.d.ts declares its types.
 //
 // It reads the stream with fetch() rather than EventSource, for three reasons a reader of the
 // README should know: EventSource never surfaces the ": ping" heartbeat comments, so it cannot
@@ -11,6 +12,7 @@
 // lastEventId query parameter the server also accepts (a plain GET: no CORS preflight).
 
 const POST_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const KIND = /^[A-Za-z0-9_-]{1,64}$/; // a reaction kind, as REACTION_KINDS names them
 const DEFAULT_HEARTBEAT_MS = 15000; // fanout-svc's default HEARTBEAT_INTERVAL
 const DEFAULT_RETRY_MS = 2000; // until the server's retry: arrives
 const MAX_BACKOFF_MS = 30000;
@@ -23,7 +25,7 @@ export class LikeError extends Error {
     super(message);
     this.name = "LikeError";
     this.post = post; // the post id
-    this.op = op; // "like" or "unlike"
+    this.op = op; // "like", "unlike" or "react"
     this.status = status; // the writer's HTTP status; 0: no answer (network or timeout)
     this.retryAfter = retryAfter; // ms to wait before the writer takes changes again; 0: none
     this.local = local; // true: refused here, without a request, because a Retry-After runs
@@ -31,10 +33,23 @@ export class LikeError extends Error {
 }
 
 /**
+ * ReactionError is how react() fails. A 429 means this user reacted to the post less than the
+ * writer's REACTION_INTERVAL ago: retryAfter says how long until the next reaction is taken, and
+ * until then react() refuses locally (local: true) without asking the writer.
+ */
+export class ReactionError extends LikeError {
+  constructor(message, fields) {
+    super(message, { ...fields, op: "react" });
+    this.name = "ReactionError";
+    this.kind = fields.kind; // the reaction kind, e.g. "clap"
+  }
+}
+
+/**
  * connect follows posts live and returns a Likes. Options:
  *   streams   fanout base URL, or a list of them tried in turn ("" = this page's origin)
  *   writer    writer-svc base URL ("" = this page's origin)
- *   posts     post ids to follow
+ *   posts     post ids to follow (more later with follow(), fewer with unfollow())
  *   token     the site's bearer token, or a function returning one (or a promise of one)
  *   user      X-User-ID to send when there is no token (only a writer run with
  *             TRUST_USER_HEADER=true, behind a gateway, believes it)
@@ -49,11 +64,15 @@ export function connect(options) {
   return new Likes(options);
 }
 
-/** Likes is one page's live view of its posts. It dispatches "update" and "state" events. */
+/**
+ * Likes is one page's live view of its posts. It dispatches "update", "state", "session" and
+ * "error" events.
+ */
 export class Likes extends EventTarget {
   #opts;
   #posts = new Map(); // id -> internal post state
-  #streams = [];
+  #streams = []; // each follows at most postsPerStream posts
+  #reshaped = new Set(); // streams whose posts changed, restarted together in a microtask
   #closed = false;
   #blocked = null; // {until, status, message}: a Retry-After from the writer still running
   #reads = 0; // GET /likes generation, so an older answer never overwrites a newer one
@@ -65,18 +84,7 @@ export class Likes extends EventTarget {
     if (this.#opts.session) {
       this.#sessions = new Sessions(this.#opts.writer, (s) => this.dispatchEvent(new CustomEvent("session", { detail: s })));
     }
-    for (const id of this.#opts.posts) {
-      this.#posts.set(id, { id, count: null, ts: 0, watching: null, watchTS: 0, liked: false, pending: null, seen: 0, changes: 0 });
-    }
-    const ids = [...this.#posts.keys()];
-    for (let i = 0; i < ids.length; i += this.#opts.postsPerStream) {
-      this.#streams.push(new Stream(ids.slice(i, i + this.#opts.postsPerStream), this.#streams.length, this.#opts, {
-        closed: () => this.#closed,
-        event: (type, data) => this.#onEvent(type, data),
-        live: (reconnected) => this.#onLive(reconnected),
-      }));
-    }
-    this.#streams.forEach((s) => s.start());
+    this.#add(this.#opts.posts).forEach((s) => s.start());
     if (typeof addEventListener === "function") {
       addEventListener("online", this.#online);
       addEventListener("pagehide", this.#pagehide);
@@ -85,9 +93,13 @@ export class Likes extends EventTarget {
     this.refresh();
   }
 
-  /** state is "connecting", "live", "reconnecting" or "closed", over all of this page's streams. */
+  /**
+   * state is "connecting", "live", "reconnecting" or "closed", over all of this page's streams;
+   * "idle" while it follows no post.
+   */
   get state() {
     if (this.#closed) return "closed";
+    if (!this.#streams.length) return "idle";
     if (this.#streams.every((s) => s.live)) return "live";
     return this.#streams.some((s) => s.connects > 0) ? "reconnecting" : "connecting";
   }
@@ -97,17 +109,63 @@ export class Likes extends EventTarget {
     return this.#streams.reduce((n, s) => n + s.connects, 0);
   }
 
-  /** post returns what is known of one post: {id, count, watching, liked, pending}. */
+  /**
+   * post returns what is known of one post: {id, count, watching, liked, pending, reactions,
+   * reactBlockedUntil}, or undefined when it is not followed.
+   */
   post(id) {
     const p = this.#posts.get(id);
     if (!p) return undefined;
-    // count and watching are null until known; pending is "like" or "unlike" while one is sent.
-    return { id, count: p.count, watching: p.watching, liked: p.liked, pending: p.pending ? p.pending.op : null };
+    // count and watching are null until known; pending is "like" or "unlike" while one is sent;
+    // reactions is {kind: count} ({} until known, and for a post nobody reacted to);
+    // reactBlockedUntil is the Date.now() until which react() refuses locally, 0 when it does not.
+    return {
+      id, count: p.count, watching: p.watching, liked: p.liked, pending: p.pending ? p.pending.op : null,
+      reactions: { ...p.reactions }, reactBlockedUntil: p.reactUntil > Date.now() ? p.reactUntil : 0,
+    };
   }
 
   /** posts returns post(id) for every followed post, in order. */
   posts() {
     return [...this.#posts.keys()].map((id) => this.post(id));
+  }
+
+  /**
+   * follow adds posts: they go into the streams with room first (each follows at most
+   * postsPerStream), new streams take the rest, and the user's likes of them are read. Streams
+   * whose posts did not change keep their connections. Throws TypeError on a bad post id.
+   */
+  follow(ids) {
+    const fresh = checkPosts(ids).filter((id) => !this.#posts.has(id));
+    if (this.#closed || !fresh.length) return Promise.resolve();
+    this.#add(fresh).forEach((s) => s.start());
+    this.#restartReshaped();
+    this.#emitState();
+    return this.#read(this.#reads, fresh);
+  }
+
+  /**
+   * unfollow stops following posts: each stream that held one reconnects without it, one left
+   * empty closes, the others keep their connections.
+   */
+  unfollow(ids) {
+    if (this.#closed) return;
+    const gone = new Set(checkPosts(ids).filter((id) => this.#posts.has(id)));
+    if (!gone.size) return;
+    for (const id of gone) this.#posts.delete(id);
+    for (const s of this.#streams) {
+      const left = s.posts.filter((id) => !gone.has(id));
+      if (left.length === s.posts.length) continue;
+      s.posts = left;
+      this.#reshaped.add(s);
+    }
+    for (const s of this.#streams.filter((s) => !s.posts.length)) {
+      s.stop();
+      this.#reshaped.delete(s);
+    }
+    this.#streams = this.#streams.filter((s) => s.posts.length);
+    this.#restartReshaped();
+    this.#emitState();
   }
 
   /** like likes a post: shown at once, undone if the writer refuses. */
@@ -124,6 +182,50 @@ export class Likes extends EventTarget {
   toggle(id) {
     const p = this.#posts.get(id);
     return this.#change(id, !(p && p.liked));
+  }
+
+  /**
+   * react sends one reaction of kind to a post (POST /react/{id}/{kind}). It shows at once (the
+   * kind's count, and a delta of one in the update), is undone if the writer refuses, and
+   * resolves with the writer's reply {post_id, kind, count, ts}. It rejects with a ReactionError:
+   * after a 429 (one reaction per user per post per REACTION_INTERVAL) it carries retryAfter, and
+   * until that has passed react() refuses the post locally, without a request.
+   */
+  async react(id, kind) {
+    const p = this.#posts.get(id);
+    if (!p) throw new ReactionError("post " + id + " is not followed", { post: id, kind });
+    if (!KIND.test(String(kind))) throw new ReactionError("reaction kind " + JSON.stringify(kind) + " is not 1-64 of A-Z a-z 0-9 _ -", { post: id, kind });
+    const now = Date.now();
+    if (p.reactUntil > now) {
+      throw new ReactionError("wait before reacting to this post again", { post: id, kind, status: 429, retryAfter: p.reactUntil - now, local: true });
+    }
+    const blocked = this.#blocked;
+    if (blocked && blocked.status === 503 && blocked.until > now) {
+      throw new ReactionError(blocked.message, { post: id, kind, status: 503, retryAfter: blocked.until - now, local: true });
+    }
+    const before = p.rseen;
+    p.reactions[kind] = (p.reactions[kind] || 0) + 1;
+    this.#emit(p, { [kind]: 1 });
+    try {
+      const url = this.#opts.writer + "/react/" + encodeURIComponent(id) + "/" + encodeURIComponent(kind);
+      const reply = await this.#authorized(await this.#identity(true), true, (headers) => request(url, "POST", headers));
+      // As with a like: the stream's newer state may already include later reactions.
+      if (reply && Number.isFinite(reply.count) && p.rseen === before) p.reactions[kind] = reply.count;
+      return reply;
+    } catch (err) {
+      if (p.rseen === before) {
+        p.reactions[kind] = Math.max(0, p.reactions[kind] - 1);
+        if (!p.reactions[kind]) delete p.reactions[kind];
+      }
+      const e = new ReactionError(err && err.message ? err.message : String(err), {
+        post: id, kind, status: err instanceof LikeError ? err.status : 0, retryAfter: err instanceof LikeError ? err.retryAfter : 0,
+      });
+      if (e.status === 429 && e.retryAfter > 0) p.reactUntil = Date.now() + e.retryAfter;
+      if (e.status === 503 && e.retryAfter > 0) this.#blocked = { until: Date.now() + e.retryAfter, status: 503, message: e.message };
+      throw e;
+    } finally {
+      this.#emit(p);
+    }
   }
 
   /** setToken changes the bearer token (a new login) and reloads which posts the user likes. */
@@ -152,15 +254,9 @@ export class Likes extends EventTarget {
    * identity). It runs at connect, after every reconnect (another device may have liked
    * meanwhile) and after setToken or setUser. A failure is dispatched as an "error" event.
    */
-  async refresh() {
-    if (this.#closed) return;
-    const generation = ++this.#reads;
-    try {
-      await this.#readLikes(generation);
-    } catch (err) {
-      const e = err instanceof LikeError ? err : new LikeError(String(err && err.message), {});
-      if (generation === this.#reads && !this.#closed) this.dispatchEvent(new CustomEvent("error", { detail: e }));
-    }
+  refresh() {
+    if (this.#closed) return Promise.resolve();
+    return this.#read(++this.#reads, [...this.#posts.keys()]);
   }
 
   /** reconnect drops every stream and opens it again now, skipping any backoff. */
@@ -183,8 +279,45 @@ export class Likes extends EventTarget {
 
   // ---- inside --------------------------------------------------------------------------------
 
-  // #identityChanged forgets the hearts of the previous identity (unless a change is on its way)
-  // and asks the writer for the new one's.
+  // #add starts following ids (new, valid): into the streams with room, in order, then into new
+  // streams, which it returns unstarted. The streams that changed are marked for
+  // #restartReshaped.
+  #add(ids) {
+    for (const id of ids) {
+      this.#posts.set(id, {
+        id, count: null, ts: 0, watching: null, watchTS: 0, liked: false, pending: null, seen: 0, changes: 0,
+        reactions: {}, rts: 0, rknown: false, rseen: 0, reactUntil: 0,
+      });
+    }
+    const max = this.#opts.postsPerStream;
+    let i = 0;
+    for (const s of this.#streams) {
+      if (i >= ids.length) break;
+      if (s.posts.length >= max) continue;
+      const take = ids.slice(i, i + max - s.posts.length);
+      s.posts = s.posts.concat(take);
+      i += take.length;
+      this.#reshaped.add(s);
+    }
+    const created = [];
+    for (; i < ids.length; i += max) {
+      const s = new Stream(ids.slice(i, i + max), this.#streams.length, this.#opts, {
+        closed: () => this.#closed,
+        event: (type, data) => this.#onEvent(type, data),
+        live: (reconnected) => this.#onLive(reconnected),
+      });
+      this.#streams.push(s);
+      created.push(s);
+    }
+    return created;
+  }
+
+  // #restartReshaped reconnects, once, every stream whose posts changed, from a full snapshot.
+  #restartReshaped() {
+    for (const s of this.#reshaped) s.reshape();
+    this.#reshaped.clear();
+  }
+
   #identityChanged() {
     for (const p of this.#posts.values()) {
       if (p.pending || !p.liked) continue;
@@ -195,14 +328,24 @@ export class Likes extends EventTarget {
     return this.refresh();
   }
 
-  // #readLikes is one refresh: GET /likes in chunks of postsPerRead, applied unless a newer refresh
-  // started meanwhile.
-  // A read never starts a session: a visitor who has liked nothing has no likes to read.
-  async #readLikes(generation) {
-    const ids = [...this.#posts.keys()];
+  // #read is one read of ids, dispatching a failure as an "error" event unless a newer refresh
+  // (generation) started meanwhile.
+  async #read(generation, ids) {
+    try {
+      await this.#readLikes(generation, ids);
+    } catch (err) {
+      const e = err instanceof LikeError ? err : new LikeError(String(err && err.message), {});
+      if (generation === this.#reads && !this.#closed) this.dispatchEvent(new CustomEvent("error", { detail: e }));
+    }
+  }
+
+  // #readLikes reads ids with GET /likes in chunks of postsPerRead, applied unless a newer refresh
+  // started meanwhile. A read never starts a session: a visitor who has liked nothing has no
+  // likes to read.
+  async #readLikes(generation, ids) {
     const who = await this.#identity(false);
     const path = Object.keys(who.headers).length ? "/likes" : "/counts";
-    const marks = new Map(ids.map((id) => [id, this.#posts.get(id).changes]));
+    const marks = new Map(ids.map((id) => [id, this.#posts.get(id)?.changes]));
     for (let i = 0; i < ids.length; i += this.#opts.postsPerRead) {
       const chunk = ids.slice(i, i + this.#opts.postsPerRead);
       const url = this.#opts.writer + path + "?posts=" + chunk.map(encodeURIComponent).join(",");
@@ -212,15 +355,16 @@ export class Likes extends EventTarget {
         const p = this.#posts.get(String(r.post_id));
         if (!p) continue;
         this.#applyCount(p, r.count, r.ts);
+        const deltas = this.#applyReactions(p, r.reactions, r.ts);
         // A like sent after this read started knows better than the read does.
         if (path === "/likes" && !p.pending && p.changes === marks.get(p.id)) p.liked = r.liked === true;
-        this.#emit(p);
+        this.#emit(p, deltas);
       }
     }
   }
 
-  // #onEvent handles one event of a stream: a count, or a watching number (which carries no id,
-  // so it never moves the stream's resume point).
+  // #onEvent handles one event of a stream: a count, a post's reactions, or a watching number
+  // (reactions and watching carry no id, so they never move the stream's resume point).
   #onEvent(type, data) {
     let u;
     try {
@@ -232,6 +376,9 @@ export class Likes extends EventTarget {
     if (!p) return;
     if (type === "count") {
       if (this.#applyCount(p, u.count, u.ts)) this.#emit(p);
+    } else if (type === "reactions") {
+      const deltas = this.#applyReactions(p, u.counts, u.ts);
+      if (deltas) this.#emit(p, deltas);
     } else if (type === "watching" && Number.isFinite(u.watching) && u.watching >= 0) {
       // ts is the start of the interval the number was counted in, the same on every node: a
       // number from an older interval (a node behind another after a reconnect) is dropped.
@@ -244,7 +391,6 @@ export class Likes extends EventTarget {
     }
   }
 
-  // #onLive runs when a stream comes up or goes down.
   #onLive(reconnected) {
     this.#emitState();
     if (reconnected) this.refresh();
@@ -275,6 +421,30 @@ export class Likes extends EventTarget {
     if (p.count === count) return false;
     p.count = count;
     return true;
+  }
+
+  // #applyReactions takes a post's whole reaction state if it is newer (by ts, the post's version)
+  // than the one shown, and returns the deltas it brings, {kind: n} for each kind that grew:
+  // {} for the first state known (it tells what was there, not what just happened), null when
+  // the state is not newer. The deltas are against what the page shows, the user's own optimistic
+  // reaction included, so that one floats once.
+  #applyReactions(p, counts, ts) {
+    const next = reactionCounts(counts);
+    if (!next) return null;
+    ts = Number.isFinite(ts) ? ts : 0;
+    if (p.rknown && ts <= p.rts) return null;
+    const deltas = {};
+    if (p.rknown) {
+      for (const [kind, n] of Object.entries(next)) {
+        const grew = n - (p.reactions[kind] || 0);
+        if (grew > 0) deltas[kind] = grew;
+      }
+    }
+    p.reactions = next;
+    p.rts = ts;
+    p.rknown = true;
+    p.rseen++;
+    return deltas;
   }
 
   async #change(id, like) {
@@ -348,8 +518,11 @@ export class Likes extends EventTarget {
     }
   }
 
-  #emit(p) {
-    this.dispatchEvent(new CustomEvent("update", { detail: this.post(p.id) }));
+  // #emit dispatches an update of p, unless it is no longer followed. deltas are the reactions
+  // that just arrived, {kind: n}, so that a page can float one emoji per reaction.
+  #emit(p, deltas) {
+    if (this.#posts.get(p.id) !== p) return;
+    this.dispatchEvent(new CustomEvent("update", { detail: { ...this.post(p.id), reactionDeltas: deltas || {} } }));
   }
 
   #emitState() {
@@ -357,19 +530,26 @@ export class Likes extends EventTarget {
   }
 }
 
+// reactionCounts checks a reactions object from the writer or the stream: {kind: count} with
+// valid kinds and counts; null when it is not one.
+function reactionCounts(v) {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
+  const out = {};
+  for (const [kind, n] of Object.entries(v)) {
+    if (KIND.test(kind) && Number.isFinite(n) && n > 0) out[kind] = n;
+  }
+  return out;
+}
+
 // normalize checks the options once, so a mistake fails at connect() and not at the first like.
 function normalize(o) {
   const list = Array.isArray(o.streams) ? o.streams : [o.streams ?? ""];
   const streams = list.map((s) => baseURL(String(s)));
   if (!streams.length) throw new TypeError("likes: streams must name at least one fanout URL");
-  const posts = [...new Set((o.posts || []).map(String))];
-  const bad = posts.find((id) => !POST_ID.test(id));
-  if (bad !== undefined) throw new TypeError("likes: post id " + JSON.stringify(bad) + " is not 1-64 of A-Z a-z 0-9 _ -");
-  if (!posts.length) throw new TypeError("likes: posts must name at least one post");
   return {
     streams,
     writer: baseURL(String(o.writer ?? "")),
-    posts,
+    posts: checkPosts(o.posts || []),
     token: o.token || "",
     user: o.user || "",
     session: o.session !== false,
@@ -377,6 +557,15 @@ function normalize(o) {
     postsPerStream: positive(o.postsPerStream, 64),
     postsPerRead: positive(o.postsPerRead, 100),
   };
+}
+
+// checkPosts returns ids as distinct strings, or throws a TypeError naming the first bad one.
+function checkPosts(ids) {
+  if (!Array.isArray(ids)) throw new TypeError("likes: posts must be a list of post ids");
+  const posts = [...new Set(ids.map(String))];
+  const bad = posts.find((id) => !POST_ID.test(id));
+  if (bad !== undefined) throw new TypeError("likes: post id " + JSON.stringify(bad) + " is not 1-64 of A-Z a-z 0-9 _ -");
+  return posts;
 }
 
 function baseURL(s) {
@@ -484,7 +673,8 @@ function due(s) {
 }
 
 // request sends one writer request and returns its JSON body, or throws a LikeError that says
-// what the writer answered (status, Retry-After in ms, its error text).
+// what the writer answered (status, the wait in ms from the body's retry_after_ms, which is
+// exact, else from Retry-After, which is rounded up to seconds, and its error text).
 async function request(url, method, headers) {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), REQUEST_TIMEOUT_MS);
@@ -502,7 +692,8 @@ async function request(url, method, headers) {
   }
   if (!resp.ok) {
     const message = body && typeof body.error === "string" ? body.error : "HTTP " + resp.status;
-    throw new LikeError(message, { status: resp.status, retryAfter: retryAfterMs(resp) });
+    const exact = body && Number.isFinite(body.retry_after_ms) && body.retry_after_ms > 0 ? body.retry_after_ms : 0;
+    throw new LikeError(message, { status: resp.status, retryAfter: exact || retryAfterMs(resp) });
   }
   return body;
 }
@@ -526,13 +717,78 @@ function sleep(ms, signal) {
   });
 }
 
+/**
+ * backoffDelay is the wait before reconnect attempt number failures (0 for the first after a
+ * success): the server's retry hint doubled per failure in a row, capped at 30 s, and jittered
+ * over the upper half of that ceiling so that viewers that failed together do not return
+ * together. random is Math.random, or a fixed value in tests.
+ */
+export function backoffDelay(retry, failures, random = Math.random) {
+  const ceiling = Math.min(MAX_BACKOFF_MS, retry * 2 ** failures);
+  return ceiling / 2 + random() * ceiling / 2;
+}
+
+/**
+ * EventStreamParser parses text/event-stream by the WHATWG rules (fields, comments, CR, LF and
+ * CRLF line ends, also split across chunks, multi-line data, id and retry) and calls
+ * onEvent(type, data) for each event with data, onId(id) for each event that set an id (the
+ * resume point; an event may carry only an id) and onRetry(ms) for each valid retry field.
+ * Comments, such as the ": ping" heartbeat, call nothing: a reader that needs to see them sees
+ * the bytes.
+ */
+export class EventStreamParser {
+  #buf = "";
+  #event = { type: "", data: [], id: null };
+
+  constructor({ onEvent = () => {}, onId = () => {}, onRetry = () => {} } = {}) {
+    this.onEvent = onEvent;
+    this.onId = onId;
+    this.onRetry = onRetry;
+  }
+
+  /** push parses the next decoded chunk of the stream. */
+  push(text) {
+    const buf = this.#buf + text;
+    let start = 0;
+    for (;;) {
+      const cr = buf.indexOf("\r", start);
+      const lf = buf.indexOf("\n", start);
+      const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+      if (end < 0 || (end === cr && end === buf.length - 1)) break; // a CR may start a CRLF
+      const line = buf.slice(start, end);
+      start = end + (buf[end] === "\r" && buf[end + 1] === "\n" ? 2 : 1);
+      this.#line(line);
+    }
+    this.#buf = buf.slice(start);
+  }
+
+  #line(line) {
+    const event = this.#event;
+    if (line === "") {
+      if (event.id !== null) this.onId(event.id);
+      if (event.data.length) this.onEvent(event.type || "message", event.data.join("\n"));
+      this.#event = { type: "", data: [], id: null };
+      return;
+    }
+    if (line[0] === ":") return; // a comment: the heartbeat
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value[0] === " ") value = value.slice(1);
+    if (field === "event") event.type = value;
+    else if (field === "data") event.data.push(value);
+    else if (field === "id" && !value.includes("\0")) event.id = value;
+    else if (field === "retry" && /^\d+$/.test(value)) this.onRetry(Number(value));
+  }
+}
+
 // Stream is one /sse?posts= connection and its reconnect loop. Every byte that arrives, the
 // ": ping" heartbeat comments included, rearms the silence watchdog; when it fires (no response
 // head, or nothing at all for three heartbeat intervals) the request is aborted and the stream
 // reconnects, to the next URL in the list when there are several.
 class Stream {
   constructor(posts, index, options, hooks) {
-    this.posts = posts;
+    this.posts = posts; // Likes changes them (follow, unfollow) and then calls reshape()
     this.options = options;
     this.hooks = hooks; // closed(), event(type, data), live(reconnected)
     this.next = index; // spreads a page's streams over the URLs, then walks them on failure
@@ -541,10 +797,12 @@ class Stream {
     this.lastId = "";
     this.retry = DEFAULT_RETRY_MS;
     this.failures = 0;
+    this.reshaped = false; // the next connection follows other posts: not a reconnect
     this.abort = null; // aborts the current request
     this.wake = new AbortController(); // cuts a backoff short
     this.hurry = false; // reconnect without waiting
     this.paused = false; // no request until resume()
+    this.stopped = false;
   }
 
   start() {
@@ -552,6 +810,7 @@ class Stream {
   }
 
   stop() {
+    this.stopped = true;
     if (this.abort) this.abort.abort();
     this.wake.abort();
   }
@@ -561,6 +820,14 @@ class Stream {
     this.failures = 0;
     if (this.abort) this.abort.abort();
     this.wake.abort();
+  }
+
+  // reshape reconnects now with the changed posts and no resume point: a resume would bring only
+  // what changed since, which says nothing of a post the stream did not follow before.
+  reshape() {
+    this.lastId = "";
+    this.reshaped = true;
+    this.restart();
   }
 
   // pause ends the current request and holds the loop until resume() or stop().
@@ -577,8 +844,12 @@ class Stream {
     this.wake.abort();
   }
 
+  #over() {
+    return this.stopped || this.hooks.closed();
+  }
+
   async #loop() {
-    while (!this.hooks.closed()) {
+    while (!this.#over()) {
       if (this.paused) {
         await sleep(2 ** 31 - 1, this.wake.signal); // the longest a timer takes; resume() cuts it
         this.wake = new AbortController();
@@ -586,7 +857,7 @@ class Stream {
       }
       const wait = await this.#session();
       this.#setLive(false);
-      if (this.hooks.closed()) return;
+      if (this.#over()) return;
       if (!this.hurry && !this.paused) await sleep(wait, this.wake.signal);
       this.hurry = false;
       this.wake = new AbortController();
@@ -617,7 +888,7 @@ class Stream {
         resp.body?.cancel().catch(() => {});
         this.next++; // a full or draining node: another may take us
         const hinted = retryAfterMs(resp);
-        return hinted > 0 ? hinted * (1 + Math.random() / 2) : this.#backoff();
+        return hinted > 0 ? hinted * (1 + Math.random() / 2) : backoffDelay(this.retry, this.failures++);
       }
       this.failures = 0;
       this.connects++;
@@ -625,72 +896,39 @@ class Stream {
       await this.#read(resp.body, arm);
       return this.retry; // the server closed the stream (a drain or a restart): its hint says when
     } catch {
-      if (this.hooks.closed()) return 0;
+      if (this.#over()) return 0;
       if (silent) {
         this.next++; // a silent node may be stuck or cut off: try the next one
         return this.retry;
       }
-      return this.live ? this.retry : this.#backoff();
+      return this.live ? this.retry : backoffDelay(this.retry, this.failures++);
     } finally {
       clearTimeout(watchdog);
     }
   }
 
-  // #backoff doubles the wait after each failed attempt in a row, jittered so that viewers that
-  // failed together do not return together.
-  #backoff() {
-    const ceiling = Math.min(MAX_BACKOFF_MS, this.retry * 2 ** this.failures++);
-    return ceiling / 2 + Math.random() * ceiling / 2;
-  }
-
   #setLive(live) {
     if (this.live === live) return;
     this.live = live;
-    this.hooks.live(live && this.connects > 1);
+    const reconnected = live && this.connects > 1 && !this.reshaped;
+    if (live) this.reshaped = false;
+    this.hooks.live(reconnected);
   }
 
-  // #read parses the event stream (the WHATWG rules: fields, comments, CR/LF/CRLF line ends,
-  // multi-line data) until it ends.
+  // #read parses the event stream until it ends.
   async #read(body, arm) {
     const reader = body.getReader();
     const decoder = new TextDecoder();
-    let buf = "";
-    let event = { type: "", data: [], id: null };
+    const parser = new EventStreamParser({
+      onEvent: (type, data) => this.hooks.event(type, data),
+      onId: (id) => { this.lastId = id; },
+      onRetry: (ms) => { this.retry = ms; },
+    });
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return;
       arm();
-      buf += decoder.decode(value, { stream: true });
-      let start = 0;
-      for (;;) {
-        const cr = buf.indexOf("\r", start);
-        const lf = buf.indexOf("\n", start);
-        const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
-        if (end < 0 || (end === cr && end === buf.length - 1)) break; // a CR may start a CRLF
-        const line = buf.slice(start, end);
-        start = end + (buf[end] === "\r" && buf[end + 1] === "\n" ? 2 : 1);
-        event = this.#line(line, event);
-      }
-      buf = buf.slice(start);
+      parser.push(decoder.decode(value, { stream: true }));
     }
-  }
-
-  // #line applies one line to the event being built and returns the event to go on with.
-  #line(line, event) {
-    if (line === "") {
-      if (event.id !== null) this.lastId = event.id;
-      if (event.data.length) this.hooks.event(event.type || "message", event.data.join("\n"));
-      return { type: "", data: [], id: null };
-    }
-    if (line[0] === ":") return event; // a comment: the heartbeat; its bytes already rearmed the watchdog
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value[0] === " ") value = value.slice(1);
-    if (field === "event") event.type = value;
-    else if (field === "data") event.data.push(value);
-    else if (field === "id" && !value.includes("\0")) event.id = value;
-    else if (field === "retry" && /^\d+$/.test(value)) this.retry = Number(value);
-    return event;
   }
 }
