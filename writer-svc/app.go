@@ -44,6 +44,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
+		ReactionInterval: cfg.ReactionInterval,
 	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
@@ -82,6 +83,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit, LimitPerPost: cfg.LikeRatePerPost,
 		Clients: clientip.Resolver{Trusted: cfg.TrustedProxies}, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
 		Index: like.NewIndex(a.store, a.changes), Admin: admin, EraseTimeout: eraseTimeout(cfg),
+		ReactionKinds: cfg.ReactionKinds,
 	}
 	var addrLimiter *ratelimit.Limiter
 	if !cfg.LikeAddrRate.Off() {

@@ -255,7 +255,7 @@ func replayBatches(t *testing.T, log scriptLog, post string) replay {
 		argv := call[3+numkeys:]
 		ops := argv[2]
 		m, err := strconv.Atoi(argv[5])
-		if err != nil || len(argv) != 7+m+len(ops) {
+		if err != nil || len(argv) != 9+m+len(ops) || argv[7+m+len(ops)] != "0" { // this test sends no reactions
 			t.Fatalf("script call with %d arguments, ops %q, m %q", len(argv), ops, argv[5])
 		}
 		users := argv[6+m : 6+m+len(ops)]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/envflag"
+	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/auth"
@@ -20,20 +21,24 @@ import (
 
 // Config is writer-svc's whole configuration, read once from flags and environment.
 type Config struct {
-	Serve           serve.Options
-	Redis           redisconn.Config
-	LogLevel        string
-	RequestTimeout  time.Duration
-	MaxReadPosts    int
-	BatchWindow     time.Duration
-	BatchSize       int
-	AckReplicas     int
-	CORSOrigins     []string
-	LikeRate        ratelimit.Rate
-	LikeRatePerPost bool           // LikeRate counts per user and post, not per user across posts
-	LikeAddrRate    ratelimit.Rate // likes per client address, all its users together
-	Auth            AuthConfig
-	Session         SessionConfig
+	Serve          serve.Options
+	Redis          redisconn.Config
+	LogLevel       string
+	RequestTimeout time.Duration
+	MaxReadPosts   int
+	BatchWindow    time.Duration
+	BatchSize      int
+	AckReplicas    int
+	// ReactionKinds are the reactions POST /react/{postID}/{kind} takes; a user may react to a
+	// post once per ReactionInterval.
+	ReactionKinds    []string
+	ReactionInterval time.Duration
+	CORSOrigins      []string
+	LikeRate         ratelimit.Rate
+	LikeRatePerPost  bool           // LikeRate counts per user and post, not per user across posts
+	LikeAddrRate     ratelimit.Rate // likes per client address, all its users together
+	Auth             AuthConfig
+	Session          SessionConfig
 	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
 	// limits (the session issue rate).
 	TrustedProxies []netip.Prefix
@@ -103,7 +108,7 @@ writer-svc records likes in Redis and publishes the post's new count to its chan
 Every flag can also be set by the environment variable named after it; a flag wins.
 
 API: POST and DELETE /like/{postID} (the user named by a bearer token, or by X-User-ID when
-trusted), GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
+trusted), POST /react/{postID}/{kind} (one of REACTION_KINDS), GET /count/{postID}, GET /likes?posts=a,b,c (the user's likes and counts),
 GET /counts?posts=a,b,c, GET /likes/{postID}/users (who liked it, newest first), GET and DELETE
 /me/likes (the user's likes: export, erase), GET and DELETE /admin/users/{userID}/likes (the same
 for an admin: ADMIN_TOKEN or a site JWT with AUTH_ADMIN_ROLE), /healthz, /readyz, /metrics;
@@ -128,7 +133,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate, likeAddrRate, sessionRate, sessionSecret string
+	var likeRate, likeAddrRate, sessionRate, sessionSecret, kinds string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -145,6 +150,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Duration(&c.BatchWindow, "batch-window", "BATCH_WINDOW", 0, "how long a post's next batch of likes may wait to fill after the call for that post returns (0: it leaves at once); a like of a quiet post (no call in flight or within this window) never waits; 10ms makes clients that like in step go in full batches")
 	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", like.MaxBatch))
 	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
+	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
+	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", like.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
 	set.Bool(&c.LikeRatePerPost, "like-rate-per-post", "LIKE_RATE_PER_POST", false, "count LIKE_RATE per user and post (bounds like/unlike toggling of one post) instead of per user across all posts (bounds a user's likes in a feed)")
@@ -189,6 +196,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	if c.TrustedProxies, err = clientip.ParsePrefixes(trusted); err != nil {
 		return Config{}, fmt.Errorf("trusted proxies: %w", err)
 	}
+	if c.ReactionKinds, err = ids.ParseReactionKinds(kinds); err != nil {
+		return Config{}, err
+	}
 	return c, c.validate()
 }
 
@@ -199,6 +209,8 @@ func (c Config) validate() error {
 	switch {
 	case c.RequestTimeout <= 0:
 		return errors.New("request timeout must be positive")
+	case c.ReactionInterval < time.Millisecond:
+		return fmt.Errorf("reaction interval %s must be at least 1ms", c.ReactionInterval)
 	case c.MaxReadPosts < 1 || c.MaxReadPosts > maxReadPostsLimit:
 		return fmt.Errorf("max read posts %d must be 1-%d", c.MaxReadPosts, maxReadPostsLimit)
 	case c.BatchWindow < 0:

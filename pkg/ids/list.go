@@ -37,3 +37,20 @@ func ParsePostList(list string, max int) ([]string, error) {
 	}
 	return posts, nil
 }
+
+// DefaultReactionKinds is REACTION_KINDS' default, the same for the writer (which counts them)
+// and the fanout's page (which shows them).
+const DefaultReactionKinds = "heart,clap,laugh,wow,fire"
+
+// MaxReactionKinds bounds REACTION_KINDS: every update of a post carries all its kinds' counts.
+const MaxReactionKinds = 32
+
+// ParseReactionKinds reads a REACTION_KINDS list: kind names are validated like post ids, so
+// that they need no escaping in a key, a path or JSON, and repeats are dropped.
+func ParseReactionKinds(list string) ([]string, error) {
+	kinds, err := ParsePostList(list, MaxReactionKinds)
+	if err != nil {
+		return nil, fmt.Errorf("reaction kinds %q: %w", list, err)
+	}
+	return kinds, nil
+}

@@ -34,11 +34,12 @@ func (e *limitedError) Error() string {
 // not recognised as the client's fault is a storage failure and gets 503, never a 200.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var limited *limitedError
+	var reacted *reactedError
 	switch {
 	case errors.Is(err, ids.ErrPostID), errors.Is(err, ids.ErrUserID),
 		errors.Is(err, ids.ErrNoPosts), errors.Is(err, ids.ErrTooManyPosts),
 		errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrManyUsers),
-		errors.Is(err, ErrCursor), errors.Is(err, ErrLimit):
+		errors.Is(err, ErrCursor), errors.Is(err, ErrLimit), errors.Is(err, ErrKind):
 		serve.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, auth.ErrForbidden), errors.Is(err, auth.ErrAdminOff):
 		serve.Error(w, http.StatusForbidden, err.Error())
@@ -49,6 +50,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrClosed):
 		// Counted (QueueFull) where it happens, not logged: a storm would log every refusal.
 		serve.Unavailable(w, retryAfterUnavailable, err.Error())
+	case errors.As(err, &reacted):
+		h.metrics.ReactionsRefused.Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(reacted.retryAfter)))
+		serve.JSON(w, http.StatusTooManyRequests, reactedBody{Error: err.Error(), RetryAfterMS: reacted.retryAfter.Milliseconds()})
 	case errors.As(err, &limited):
 		h.metrics.RateLimited.Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(limited.retryAfter)))
@@ -71,4 +76,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 func ceilSeconds(d time.Duration) int {
 	s := int((d + time.Second - 1) / time.Second)
 	return max(s, 1)
+}
+
+// reactedBody is a refused reaction's reply: the wait in milliseconds too, since Retry-After
+// counts whole seconds and a reaction interval is a few of them.
+type reactedBody struct {
+	Error        string `json:"error"`
+	RetryAfterMS int64  `json:"retry_after_ms"`
 }

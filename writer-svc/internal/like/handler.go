@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -41,6 +42,8 @@ type Handler struct {
 	index    *Index
 	admin    Authorizer
 	erase    time.Duration
+	kinds    map[string]bool // the reaction kinds taken
+	kindList string          // the same, for the error of any other
 }
 
 // Authorizer decides whether a request may use the admin API (auth.Admin).
@@ -70,19 +73,27 @@ type Options struct {
 	// EraseTimeout bounds one erasure of a user's likes (DELETE /me/likes), which unlikes every
 	// post the user liked; past it the client gets a 503 and a retry goes on where it stopped.
 	EraseTimeout time.Duration
+	// ReactionKinds are the kinds POST /react/{postID}/{kind} takes (validated like post ids).
+	ReactionKinds []string
 }
 
 // NewHandler returns a Handler.
 func NewHandler(o Options) *Handler {
+	kinds := make(map[string]bool, len(o.ReactionKinds))
+	for _, k := range o.ReactionKinds {
+		kinds[k] = true
+	}
 	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, perPost: o.LimitPerPost, addrs: o.AddrLimit,
 		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
-		index: o.Index, admin: o.Admin, erase: max(o.EraseTimeout, o.Timeout)}
+		index: o.Index, admin: o.Admin, erase: max(o.EraseTimeout, o.Timeout),
+		kinds: kinds, kindList: strings.Join(o.ReactionKinds, ",")}
 }
 
 // Routes mounts the like API on r.
 func (h *Handler) Routes(r chi.Router) {
 	r.Post("/like/{postID}", h.like)
 	r.Delete("/like/{postID}", h.unlike)
+	r.Post("/react/{postID}/{kind}", h.react)
 	r.Get("/count/{postID}", h.count)
 }
 

@@ -18,6 +18,10 @@ type Metrics struct {
 	RedisErrors prometheus.Counter
 	QueueFull   prometheus.Counter
 	BatchSize   prometheus.Histogram
+	// Reactions counts reactions stored, by kind (REACTION_KINDS bounds the labels);
+	// ReactionsRefused those a user's reaction interval refused with 429.
+	Reactions        *prometheus.CounterVec
+	ReactionsRefused prometheus.Counter
 	// Expired and NotReplicated count script calls, not requests, by why a whole batch was
 	// answered 503, since each asks an operator for something else: Redis too slow for
 	// REQUEST_TIMEOUT, or replicas behind or gone.
@@ -43,16 +47,21 @@ func NewMetrics(reg prometheus.Registerer, namespace string) *Metrics {
 		RedisErrors: counter("redis_errors_total", "Requests answered 503 because Redis failed or timed out."),
 		QueueFull:   counter("queue_full_total", "Likes and unlikes answered 503 because their post already had a full queue."),
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "batch_size", Help: "Likes and unlikes per script call.",
+			Namespace: namespace, Name: "batch_size", Help: "Likes, unlikes and reactions per script call.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1024
 		}),
+		Reactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "reactions_total", Help: "Reactions stored, by kind.",
+		}, []string{"kind"}),
+		ReactionsRefused: counter("reactions_refused_total",
+			"Reactions refused with 429 because their user reacted to the post less than REACTION_INTERVAL ago."),
 		Expired: counter("expired_batches_total",
 			"Script calls that Redis refused, changing nothing, because the earliest deadline of their likes had passed."),
 		NotReplicated: counter("unreplicated_batches_total",
 			"Script calls stored on the primary but confirmed by fewer than REDIS_ACK_REPLICAS replicas in time (their likes got 503)."),
 	}
 	reg.MustRegister(m.Likes, m.Unlikes, m.Duplicates, m.Publishes, m.RateLimited, m.AuthFailure, m.RedisErrors,
-		m.QueueFull, m.BatchSize, m.Expired, m.NotReplicated)
+		m.QueueFull, m.BatchSize, m.Reactions, m.ReactionsRefused, m.Expired, m.NotReplicated)
 	return m
 }
 

@@ -17,6 +17,8 @@ type readPost struct {
 	Count  int64  `json:"count"`
 	Liked  bool   `json:"liked"`
 	TS     int64  `json:"ts"`
+	// Reactions is the count of each kind the post has had ({} for none), kinds in byte order.
+	Reactions map[string]int64 `json:"reactions"`
 }
 
 // countPost is one entry of a GET /counts reply: no user, no liked.
@@ -24,6 +26,8 @@ type countPost struct {
 	PostID string `json:"post_id"`
 	Count  int64  `json:"count"`
 	TS     int64  `json:"ts"`
+	// Reactions is as in readPost.
+	Reactions map[string]int64 `json:"reactions"`
 }
 
 type readReply[T any] struct {
@@ -66,14 +70,14 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, rd *Reader, ident
 	if identified {
 		out := readReply[readPost]{Posts: make([]readPost, len(states))}
 		for i, s := range states {
-			out.Posts[i] = readPost{PostID: s.PostID, Count: s.Count, Liked: s.Liked, TS: s.Version}
+			out.Posts[i] = readPost{PostID: s.PostID, Count: s.Count, Liked: s.Liked, TS: s.Version, Reactions: s.Reactions}
 		}
 		serve.JSON(w, http.StatusOK, out)
 		return
 	}
 	out := readReply[countPost]{Posts: make([]countPost, len(states))}
 	for i, s := range states {
-		out.Posts[i] = countPost{PostID: s.PostID, Count: s.Count, TS: s.Version}
+		out.Posts[i] = countPost{PostID: s.PostID, Count: s.Count, TS: s.Version, Reactions: s.Reactions}
 	}
 	serve.JSON(w, http.StatusOK, out)
 }
