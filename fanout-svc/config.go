@@ -15,6 +15,7 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/web"
 	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/envflag"
+	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
 )
@@ -61,10 +62,16 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	var pagePosts []string
 	s.List(&pagePosts, "page-posts", "PAGE_POSTS", "1,2,3,4", "posts shown on the web page")
 	s.String(&c.Page.Token, "page-token", "PAGE_TOKEN", "", "development bearer token the page sends instead of X-User-ID")
+	var reactionKinds string
+	s.String(&reactionKinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, "reaction kinds the web page offers, in order (the writers' REACTION_KINDS)")
 	if err := s.Parse(args[1:]); err != nil {
 		return c, err
 	}
 	c.Page.Posts = pagePosts
+	var err error
+	if c.Page.Reactions, err = ids.ParseReactionKinds(reactionKinds); err != nil {
+		return c, err
+	}
 	c.Page.HeartbeatMS = c.Hub.Heartbeat.Milliseconds()
 	return c, c.validate()
 }

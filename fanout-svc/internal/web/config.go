@@ -35,9 +35,6 @@ type Config struct {
 	Reactions []string `json:"reactions,omitempty"`
 }
 
-// MaxReactions bounds the kinds the page shows: a reaction bar is one row of buttons.
-const MaxReactions = 16
-
 // Validate reports the first problem with c, so a misconfigured service fails at start instead of
 // serving a page whose likes can never succeed.
 func (c Config) Validate() error {
@@ -78,8 +75,8 @@ func validateWriterURL(raw string) error {
 }
 
 func validateReactions(kinds []string) error {
-	if len(kinds) > MaxReactions {
-		return fmt.Errorf("%d kinds; the page shows at most %d", len(kinds), MaxReactions)
+	if len(kinds) > ids.MaxReactionKinds {
+		return fmt.Errorf("%d kinds; at most %d", len(kinds), ids.MaxReactionKinds)
 	}
 	seen := make(map[string]bool, len(kinds))
 	for _, k := range kinds {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/likes/likes/pkg/ids"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -33,7 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{"reaction kinds", Config{Posts: []string{"1"}, Reactions: []string{"clap", "heart", "thumbs_up-2"}}, ""},
 		{"bad reaction kind", Config{Posts: []string{"1"}, Reactions: []string{"clap", "🔥"}}, "reactions"},
 		{"reaction kind twice", Config{Posts: []string{"1"}, Reactions: []string{"clap", "clap"}}, "listed twice"},
-		{"too many reaction kinds", Config{Posts: []string{"1"}, Reactions: many[:MaxReactions+1]}, "at most 16"},
+		{"too many reaction kinds", Config{Posts: []string{"1"}, Reactions: many[:ids.MaxReactionKinds+1]}, "at most 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
