@@ -8,8 +8,11 @@ FUZZTIME ?= 5s
 GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS := .tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# CLIENT is the browser client, likes.js and its elements: the files fanout-svc embeds and serves,
+# and the npm package @likes/client (package.json, likes.d.ts, tests, a typed example).
+CLIENT := fanout-svc/internal/web/static/client
 
-.PHONY: build test test-short fuzz vet lint rules run ramp soak images-offline clean
+.PHONY: build test test-short fuzz vet lint rules js-test dist run ramp soak images-offline clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen ./slotmove
@@ -35,7 +38,7 @@ $(GOLANGCI_LINT):
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
 # make them measure the neighbour. The Docker suite (deploy/dockertest: docker-compose.yml on a
 # real engine, after `make images-offline` where no registry is reachable) runs alone too, last.
-test: vet lint rules
+test: vet lint rules js-test
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
 	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
@@ -47,6 +50,23 @@ test: vet lint rules
 rules:
 	promtool check config deploy/monitoring/prometheus.yml
 	cd deploy/monitoring && promtool test rules alerts_test.yml
+
+# js-test: the client's unit tests under node's own runner (stream parser, backoff, ordering by
+# ts, reactions, follow/unfollow), an esbuild bundle of an app importing the package, and tsc
+# checking likes.d.ts against a typed example (npm test in $(CLIENT)). The Chromium tests of the
+# elements are in e2e (reactions_browser_test.go).
+js-test: $(CLIENT)/node_modules/.package-lock.json
+	cd $(CLIENT) && npm test --silent
+
+# npm ci installs the pinned typescript and esbuild once per package-lock.json (npm writes
+# node_modules/.package-lock.json, newer than the lock file, when it is done).
+$(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package-lock.json
+	cd $(CLIENT) && npm ci --no-audit --no-fund
+
+# dist: the npm package's tarball, bin/likes-client-<version>.tgz (npm pack of $(CLIENT)).
+dist: js-test
+	@mkdir -p $(BIN)
+	cd $(CLIENT) && npm pack --silent --pack-destination $(abspath $(BIN))
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

@@ -101,3 +101,11 @@ export function frame(post, count, ts, counts) {
   if (counts) s += `event: reactions\ndata: ${JSON.stringify({ post_id: post, counts, ts })}\n\n`;
   return s;
 }
+
+// Node 18 (Debian 12's nodejs) has CustomEvent only behind a flag; browsers and Node 19+ have it.
+globalThis.CustomEvent ??= class CustomEvent extends Event {
+  constructor(type, init = {}) {
+    super(type, init);
+    this.detail = init.detail ?? null;
+  }
+};
