@@ -5,8 +5,9 @@ import "strconv"
 // Event names. A count update carries an id (what a reconnecting browser sends back as
 // Last-Event-ID); a watching number never does, so it cannot move a stream's resume point.
 const (
-	EventCount    = "count"
-	EventWatching = "watching"
+	EventCount     = "count"
+	EventReactions = "reactions"
+	EventWatching  = "watching"
 )
 
 // AppendWatching appends a watching event: `event: watching\ndata: <data>\n\n`, with no id line.

@@ -1,30 +1,42 @@
 package hub
 
 import (
+	"strconv"
+
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
 
-// frame is one update encoded once for every viewer. A single-post stream uses the count as the
-// event id (what a browser sends back as Last-Event-ID); a multi-post stream uses the post version,
-// a microsecond watermark that lets a reconnecting viewer resume across all its posts.
+// frame is one update encoded once for every viewer. Its event id is the post version on every
+// stream, a microsecond watermark that lets a reconnecting viewer resume (stream/request.go): a
+// single-post stream used the count until reactions, which change a post without changing it.
+// A post with reactions gets its reactions event right after the count event, without an id of
+// its own (a browser keeps the last id it saw), so that one frame is the post's whole state and
+// a slow viewer who gets only the newest frame misses nothing.
 type frame struct {
 	u      update.Update
 	seq    uint64 // position in the post's sequence of frames
 	single []byte
-	multi  []byte
+	multi  []byte // the same bytes: both stream kinds take the same frame
 }
 
 func newFrame(u update.Update) *frame {
-	data := u.AppendJSON(make([]byte, 0, 64))
-	f := &frame{u: u}
-	buf := make([]byte, 0, 2*(len(data)+48))
-	buf = sse.AppendEvent(buf, sse.AppendIntID(make([]byte, 0, 20), u.Count), sse.EventCount, data)
-	f.single = buf[:len(buf):len(buf)]
-	start := len(buf)
-	buf = sse.AppendEvent(buf, sse.AppendIntID(make([]byte, 0, 20), u.TS), sse.EventCount, data)
-	f.multi = buf[start:]
-	return f
+	b := appendFrame(make([]byte, 0, 112+2*len(u.Reactions)), u)
+	b = b[:len(b):len(b)]
+	return &frame{u: u, single: b, multi: b}
+}
+
+// appendFrame appends u's events: the count event with the version as its id, and the reactions
+// event when the post has reactions.
+func appendFrame(dst []byte, u update.Update) []byte {
+	var idBuf [20]byte
+	var dataBuf [128]byte
+	data := u.AppendCount(dataBuf[:0])
+	dst = sse.AppendEvent(dst, strconv.AppendInt(idBuf[:0], u.TS, 10), sse.EventCount, data)
+	if u.Reactions != "" {
+		dst = sse.AppendEvent(dst, nil, sse.EventReactions, u.AppendReactions(data[:0]))
+	}
+	return dst
 }
 
 // bytesFor returns the frame form a viewer of the given kind receives.

@@ -3,6 +3,7 @@ package hub
 import (
 	"fmt"
 	"net"
+	"strconv"
 
 	"syscall"
 	"testing"
@@ -30,8 +31,8 @@ func TestViewerGetsSnapshotThenUpdatesInOrder(t *testing.T) {
 			t.Fatalf("event %d went backwards: %+v after %+v", i, events[i], events[i-1])
 		}
 	}
-	if got, want := ids[len(ids)-1], "100"; got != want {
-		t.Errorf("single-post id = %q; want the count %q", got, want)
+	if got, want := ids[len(ids)-1], strconv.FormatInt(upd("42", 100).TS, 10); got != want {
+		t.Errorf("single-post id = %q; want the version %q", got, want)
 	}
 	if len(events) != 101 {
 		t.Errorf("got %d events; want 101 (snapshot + every update)", len(events))

@@ -47,7 +47,7 @@ func (s *shard) register(nv *Viewer) {
 		if lf != nil {
 			buf = append(buf, lf.bytesFor(v.multi)...)
 		} else {
-			buf = appendSnapshotFrame(buf, state, v.multi)
+			buf = appendFrame(buf, state) // a snapshot read from Redis: encoded for this viewer alone
 		}
 		frames++
 	}

@@ -2,10 +2,6 @@ package hub
 
 import (
 	"net"
-	"strconv"
-
-	"github.com/likes/likes/pkg/sse"
-	"github.com/likes/likes/pkg/update"
 )
 
 // viewer is one SSE connection after it left net/http. It is owned by one shard goroutine and
@@ -63,18 +59,6 @@ type shardPost struct {
 	// Rate cap.
 	nextAllowed int64
 	held        bool
-}
-
-// appendSnapshotFrame encodes a state that did not come through Publish (a snapshot read from
-// Redis), once for this viewer.
-func appendSnapshotFrame(dst []byte, u update.Update, multi bool) []byte {
-	var idBuf [20]byte
-	var dataBuf [128]byte
-	id := strconv.AppendInt(idBuf[:0], u.Count, 10)
-	if multi {
-		id = strconv.AppendInt(idBuf[:0], u.TS, 10)
-	}
-	return sse.AppendEvent(dst, id, sse.EventCount, u.AppendJSON(dataBuf[:0]))
 }
 
 // MaxPosts is the most posts one viewer may follow: a viewer's owed posts are bits of one uint64.

@@ -41,11 +41,18 @@ func singleRequest(post, rawQuery, lastID string) (streamRequest, error) {
 		return streamRequest{}, err
 	}
 	req := streamRequest{posts: []string{post}}
-	if last, ok := lastEventID(lastID, rawQuery); ok {
-		req.resume = func(_ int, u update.Update) bool { return u.Count != last }
+	if last, ok := lastEventID(lastID, rawQuery); ok && last >= minVersionID {
+		req.resume = func(_ int, u update.Update) bool { return u.TS > last }
 	}
 	return req, nil
 }
+
+// minVersionID tells the two forms of a single-post stream's id apart. The id is the post's
+// version (its updates' ts, Redis microseconds: about 1.8e15 in 2026, never less once a post has
+// changed); before reactions it was the like count, which a post would need 10^15 likes to
+// reach. A resume with a count (an EventSource that connected before the change) cannot tell
+// whether the reactions moved since, so it gets the full snapshot, like a first connect.
+const minVersionID = 1_000_000_000_000_000
 
 // multiRequest reads GET /sse?posts=a,b,c: the posts and resume id from the query, as
 // URL.Query() parses it (malformed pairs are skipped), the header's id first.

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"github.com/likes/likes/pkg/update"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -52,6 +53,25 @@ func TestLastEventID(t *testing.T) {
 		got, ok := lastEventID(r.Header.Get("Last-Event-ID"), r.URL.RawQuery)
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("lastEventID(header %q, query %q) = %d, %v; want %d, %v", tt.header, tt.query, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+// TestSingleResumeForms: a single-post stream's id is the post version; a resume with one sends
+// only what is newer. An id of the old form, a like count (below minVersionID), cannot say
+// whether the reactions moved, so it resumes nothing: the viewer gets the full snapshot.
+func TestSingleResumeForms(t *testing.T) {
+	const ver = 1_800_000_000_000_000
+	req, err := singleRequest("p", "", "1800000000000000")
+	if err != nil || req.resume == nil {
+		t.Fatalf("a version id: %+v, %v; want a resume", req, err)
+	}
+	if req.resume(0, update.Update{PostID: "p", Count: 9, TS: ver}) || !req.resume(0, update.Update{PostID: "p", Count: 9, TS: ver + 1}) {
+		t.Error("a version id: want the state sent only when its version is newer")
+	}
+	for _, old := range []string{"0", "42", "999999999999999"} {
+		if req, err := singleRequest("p", "lastEventId="+old, ""); err != nil || req.resume != nil {
+			t.Errorf("old-form id %s: resume %v, %v; want none (a full snapshot)", old, req.resume != nil, err)
 		}
 	}
 }
