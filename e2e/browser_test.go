@@ -457,18 +457,31 @@ func (p *browserPage) click(post string) {
 
 func (p *browserPage) saveScreenshot(path string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
-	defer cancel()
 	// Stop the count animation and fix the colour scheme, so the picture never catches a
 	// transition and does not depend on the machine's theme.
-	still := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
-			{Name: "prefers-reduced-motion", Value: "reduce"},
-			{Name: "prefers-color-scheme", Value: "light"},
-		}})
+	p.emulateMedia(map[string]string{"prefers-reduced-motion": "reduce", "prefers-color-scheme": "light"})
+	p.capture(path)
+}
+
+// emulateMedia makes the page's media queries see features (name -> value), as a user's
+// settings would.
+func (p *browserPage) emulateMedia(features map[string]string) {
+	p.t.Helper()
+	var list []*emulation.MediaFeature
+	for name, value := range features {
+		list = append(list, &emulation.MediaFeature{Name: name, Value: value})
+	}
+	p.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: list})
 		return err
-	})
-	p.do(still)
+	}))
+}
+
+// capture writes a screenshot of the page as it is to path.
+func (p *browserPage) capture(path string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		p.t.Fatalf("%s: screenshot: %v", p.name, err)

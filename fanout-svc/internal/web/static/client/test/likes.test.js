@@ -141,3 +141,22 @@ test("an empty Likes is idle and follows later", async () => {
   await nextUpdate(likes, "1", (p) => p.count === 2);
   assert.equal(likes.state, "live");
 });
+
+test("the user's own reaction floats once: the stream's state that includes it brings no delta", async () => {
+  net = fakeNet();
+  net.reply("GET", "/likes", 200, { posts: [{ post_id: "9", count: 0, ts: T, reactions: {}, liked: false }] });
+  net.install();
+  const likes = connect({ streams: "http://fanout.test", writer: "http://writer.test", user: "bo", posts: ["9"] });
+  open.push(likes);
+  await nextUpdate(likes, "9", (p) => p.count === 0);
+  const [s] = await net.until(() => net.open().length === 1 && net.open(), "a stream");
+  let floated = 0;
+  likes.addEventListener("update", (e) => { floated += e.detail.reactionDeltas.clap || 0; });
+  net.reply("POST", "/react/9/clap", 200, { post_id: "9", kind: "clap", count: 1, ts: T + 1 });
+  const sent = likes.react("9", "clap");
+  s.write(frame("9", 0, T + 1, { clap: 1 })); // the stream may bring it before the reply
+  await sent;
+  s.write(frame("9", 0, T + 2, { clap: 2 })); // someone else's
+  await nextUpdate(likes, "9", (p) => p.reactions.clap === 2);
+  assert.equal(floated, 2, "one float for the user's clap, one for the other's");
+});
