@@ -2,16 +2,19 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 )
 
@@ -106,8 +109,9 @@ func TestMultiPostStreamAndUnlike(t *testing.T) {
 	}
 }
 
-// TestLastEventIDResumes reconnects with the id of the last event: nothing is resent when the
-// count did not change, and the current count is sent when it did.
+// TestLastEventIDResumes reconnects with the id of the last event, the post's version: nothing
+// is resent when the post did not change, and its whole state (the count, and the reactions once
+// it has any) when it did. An id of the old form, the count, gets the whole state too.
 func TestLastEventIDResumes(t *testing.T) {
 	rs := redistest.Start(t)
 	writer := StartWriter(t, rs.URL)
@@ -115,15 +119,30 @@ func TestLastEventIDResumes(t *testing.T) {
 	for _, u := range []string{"a", "b", "c"} {
 		doRequest(t, http.MethodPost, writer.URL+"/like/7", u)
 	}
+	version := func() int64 {
+		v, err := rs.Client(t).Get(context.Background(), rediskeys.New("").Version("7")).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	liked := version()
+	if code, body := doRequest(t, http.MethodPost, writer.URL+"/react/7/clap", "a"); code != http.StatusOK {
+		t.Fatalf("reaction: %d %s", code, body)
+	}
+	reacted := version()
+	id := func(v int64) string { return strconv.FormatInt(v, 10) }
+	state := []string{`"count":3`, `"counts":{"clap":1}`}
 	tests := []struct {
 		name   string
 		lastID string
 		want   []string // data lines expected before the first heartbeat
 	}{
-		{"fresh", "", []string{`"count":3`}},
-		{"up to date", "3", nil},
-		{"behind", "1", []string{`"count":3`}},
-		{"garbled id", "x-y", []string{`"count":3`}},
+		{"fresh", "", state},
+		{"up to date", id(reacted), nil},
+		{"behind by a reaction", id(liked), state},
+		{"an old-form id, the count", "3", state},
+		{"garbled id", "x-y", state},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

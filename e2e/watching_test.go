@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -98,11 +99,15 @@ func TestWatchingAcrossThreeNodes(t *testing.T) {
 	}
 	waitWatching(t, "w", 251, onA, onC, []*Viewer{feed})
 
-	// Watching events carried no id: each single-post stream still resumes from its count (1),
-	// the feed from w's version.
+	// Watching events carried no id: each stream still resumes from w's version, the one like's
+	// (x, never liked, from version 0).
+	ver, err := rs.Client(t).Get(context.Background(), rediskeys.New("").Version("w")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, v := range append(append(onA, onC...), onlyX) {
 		id, withID := v.LastID()
-		want := "1"
+		want := ver
 		if v == onlyX {
 			want = "0"
 		}
