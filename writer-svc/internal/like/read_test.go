@@ -130,7 +130,7 @@ func TestReadCountsVersionsAndLikes(t *testing.T) {
 }
 
 // TestReadOnClusterOneRoundTripPerNode reads 60 posts spread over a 3-master cluster: the
-// answer is right for every post and each node gets exactly one pipeline.
+// answer is right for every post, reactions included, and each node gets exactly one pipeline.
 func TestReadOnClusterOneRoundTripPerNode(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	rt := newRoundTrips()
@@ -160,6 +160,11 @@ func TestReadOnClusterOneRoundTripPerNode(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if i%5 == 0 { // a reaction on a Cluster: its hash and gate are in the post's slot
+			if res, err := s.React(ctx, posts[i], "carol", "clap"); err != nil || res != (Result{Count: 1, Changed: true, Version: res.Version}) || res.Version == 0 {
+				t.Fatalf("reaction: %+v, %v; want the first clap, with a version", res, err)
+			}
+		}
 	}
 	if len(owners) != 3 {
 		t.Fatalf("60 posts landed on %d nodes; want all 3", len(owners))
@@ -180,6 +185,13 @@ func TestReadOnClusterOneRoundTripPerNode(t *testing.T) {
 		}
 		if st.PostID != posts[i] || st.Count != want || st.Liked != (i%3 == 0) {
 			t.Errorf("post %s: got %+v; want count %d liked %t", posts[i], st, want, i%3 == 0)
+		}
+		claps := int64(0)
+		if i%5 == 0 {
+			claps = 1
+		}
+		if st.Reactions["clap"] != claps || len(st.Reactions) != int(claps) {
+			t.Errorf("post %s: reactions %v; want one clap on every fifth post", posts[i], st.Reactions)
 		}
 	}
 	pipelines, commands := rt.snapshot()
