@@ -84,8 +84,8 @@ func (u Update) appendCount(dst []byte) []byte {
 func (u Update) Newer(old Update) bool { return u.TS > old.TS }
 
 var (
-	prefixPost = []byte(`{"post_id":"`)
-	infixCount = []byte(`","count":`)
+	prefixPost     = []byte(`{"post_id":"`)
+	infixCount     = []byte(`","count":`)
 	infixTS        = []byte(`,"ts":`)
 	infixReactions = []byte(`,"reactions":`)
 )

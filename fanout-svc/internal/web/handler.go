@@ -106,8 +106,7 @@ const (
 
 // lookup finds what path names: the page, the client library, an asset, or nothing.
 func (s *site) lookup(path string) (a asset, kind int, ok bool) {
-	switch path {
-	case "/":
+	if path == "/" {
 		return s.page, kindPage, true
 	}
 	if name, found := strings.CutPrefix(path, ClientDir); found {
