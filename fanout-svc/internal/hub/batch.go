@@ -78,7 +78,7 @@ func (s *shard) addToBatch(sp *shardPost, f *frame) {
 	sp.current = f
 	if !sp.inBatch {
 		sp.inBatch = true
-		sp.batchSingle, sp.batchMulti, sp.batchFrames = sp.batchSingle[:0], sp.batchMulti[:0], 0
+		sp.batch, sp.batchFrames = sp.batch[:0], 0
 		sp.batchFirstTS = f.u.TS
 		s.batch.posts = append(s.batch.posts, sp)
 		if s.cfg.FlushWindow > 0 && s.batch.flushAt == 0 {
@@ -87,15 +87,10 @@ func (s *shard) addToBatch(sp *shardPost, f *frame) {
 	}
 	if sp.batchFrames >= s.cfg.MaxBatchFrames {
 		s.counts.conflated += int64(sp.batchFrames * len(sp.members))
-		sp.batchSingle, sp.batchMulti, sp.batchFrames = sp.batchSingle[:0], sp.batchMulti[:0], 0
+		sp.batch, sp.batchFrames = sp.batch[:0], 0
 		sp.batchFirstTS = f.u.TS
 	}
-	if len(sp.members) > sp.nMulti {
-		sp.batchSingle = append(sp.batchSingle, f.single...)
-	}
-	if sp.nMulti > 0 {
-		sp.batchMulti = append(sp.batchMulti, f.multi...)
-	}
+	sp.batch = append(sp.batch, f.bytes...)
 	sp.batchFrames++
 }
 
@@ -184,10 +179,7 @@ func batchBytes(v *viewer, i int) ([]byte, int64) {
 	prev := sl.sent
 	sl.sent = cur.u.TS
 	if prev >= sp.batchFirstTS || sp.batchFrames == 0 {
-		return cur.bytesFor(v.multi), 1
+		return cur.bytes, 1
 	}
-	if v.multi {
-		return sp.batchMulti, int64(sp.batchFrames)
-	}
-	return sp.batchSingle, int64(sp.batchFrames)
+	return sp.batch, int64(sp.batchFrames)
 }

@@ -138,7 +138,7 @@ func BenchmarkBroadcast(b *testing.B) {
 // BenchmarkBareWriteLoop is the floor the engine is measured against: the same frame written
 // with one write(2) per socket in a plain loop, nothing else. Compare cpu-ns/event.
 func BenchmarkBareWriteLoop(b *testing.B) {
-	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).single
+	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).bytes
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
 			conns := startSink(b, n)

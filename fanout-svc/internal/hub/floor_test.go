@@ -115,7 +115,7 @@ func (f *floorServer) serve(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close()
 		return
 	}
-	_, _ = epoll.Write(fd, append([]byte(floorHead), newFrame(u).single...))
+	_, _ = epoll.Write(fd, append([]byte(floorHead), newFrame(u).bytes...))
 	f.mu.Lock()
 	f.posts[post] = append(f.posts[post], fd)
 	f.mu.Unlock()
@@ -168,7 +168,7 @@ func startBareConnect(b *testing.B) *bareConnect {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).single
+	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).bytes
 	s := &bareConnect{ln: ln, reply: append([]byte(floorHead), frame...)}
 	s.wg.Add(1)
 	go func() { // exits when the cleanup closes the listener

@@ -14,16 +14,14 @@ import (
 // its own (a browser keeps the last id it saw), so that one frame is the post's whole state and
 // a slow viewer who gets only the newest frame misses nothing.
 type frame struct {
-	u      update.Update
-	seq    uint64 // position in the post's sequence of frames
-	single []byte
-	multi  []byte // the same bytes: both stream kinds take the same frame
+	u     update.Update
+	seq   uint64 // position in the post's sequence of frames
+	bytes []byte // what every viewer of the post receives, single- and multi-post streams alike
 }
 
 func newFrame(u update.Update) *frame {
 	b := appendFrame(make([]byte, 0, 112+2*len(u.Reactions)), u)
-	b = b[:len(b):len(b)]
-	return &frame{u: u, single: b, multi: b}
+	return &frame{u: u, bytes: b[:len(b):len(b)]}
 }
 
 // appendFrame appends u's events: the count event with the version as its id, and the reactions
@@ -37,12 +35,4 @@ func appendFrame(dst []byte, u update.Update) []byte {
 		dst = sse.AppendEvent(dst, nil, sse.EventReactions, u.AppendReactions(data[:0]))
 	}
 	return dst
-}
-
-// bytesFor returns the frame form a viewer of the given kind receives.
-func (f *frame) bytesFor(multi bool) []byte {
-	if multi {
-		return f.multi
-	}
-	return f.single
 }

@@ -30,9 +30,6 @@ func (s *shard) register(nv *Viewer) {
 		}
 		v.slots[i] = slot{sp: sp, idx: len(sp.members)}
 		sp.members = append(sp.members, member{v: v, slot: i})
-		if v.multi {
-			sp.nMulti++
-		}
 		state := nv.Snapshot[i]
 		lf := p.latest.Load()
 		if lf != nil && !state.Newer(lf.u) {
@@ -45,7 +42,7 @@ func (s *shard) register(nv *Viewer) {
 			continue
 		}
 		if lf != nil {
-			buf = append(buf, lf.bytesFor(v.multi)...)
+			buf = append(buf, lf.bytes...)
 		} else {
 			buf = appendFrame(buf, state) // a snapshot read from Redis: encoded for this viewer alone
 		}

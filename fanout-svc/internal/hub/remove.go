@@ -34,9 +34,6 @@ func (s *shard) removeViewer(v *viewer) {
 		moved.v.slots[moved.slot].idx = sl.idx
 		sp.members[last] = member{}
 		sp.members = sp.members[:last]
-		if v.multi {
-			sp.nMulti--
-		}
 		if len(sp.members) == 0 {
 			sp.gone = true
 			delete(s.posts, sp.post)

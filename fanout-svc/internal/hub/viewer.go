@@ -46,13 +46,12 @@ type shardPost struct {
 	current  *frame      // the newest frame this shard has processed
 	watching *watchFrame // the newest watching frame this shard has processed
 	members  []member
-	nMulti   int
 	gone     bool // no viewers left; dropped from the shard
 
-	// Batch: frames of this post not yet flushed to its viewers, in both id forms.
+	// Batch: frames of this post not yet flushed to its viewers (the same bytes for every stream
+	// kind: ids are versions on all of them).
 	inBatch      bool
-	batchSingle  []byte
-	batchMulti   []byte
+	batch        []byte
 	batchFirstTS int64
 	batchFrames  int
 

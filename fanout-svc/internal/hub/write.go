@@ -73,7 +73,7 @@ func (s *shard) flushViewer(v *viewer) {
 		i := bits.TrailingZeros64(d)
 		sl := &v.slots[i]
 		if f := sl.sp.current; f != nil && f.u.TS > sl.sent {
-			buf = append(buf, f.bytesFor(v.multi)...)
+			buf = append(buf, f.bytes...)
 			sl.sent = f.u.TS
 			frames++
 		}
