@@ -50,7 +50,10 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.List(&c.trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-IP limits")
 	s.Int(&c.Hub.Shards, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
 	s.Duration(&c.Hub.FlushWindow, "flush-window", "FLUSH_WINDOW", 0, "batch each viewer's frames over this window into one write; 0 = write at once")
-	s.Float(&c.Hub.PostRate, "post-rate", "POST_RATE_LIMIT", 0, "max updates per second per post sent to viewers (newest wins); 0 = every update")
+	s.Float(&c.Hub.PostRate, "post-rate", "POST_RATE_LIMIT", 0, "max updates per second per post sent to viewers (newest wins); 0 = the display budget decides")
+	s.Float(&c.Hub.DisplayBudget, "display-budget", "DISPLAY_BUDGET", hub.DefaultDisplayBudget,
+		"frames per second one post may cost this node, all its viewers together: a post with v viewers here is shown at most budget/v times a second (newest wins; the first update after a quiet spell at once); 0 = every update")
+	s.Float(&c.Hub.DisplayMinRate, "display-min-rate", "DISPLAY_MIN_RATE", hub.DefaultDisplayMinRate, "the display budget never shows a post less often than this many times a second")
 	s.Duration(&c.Hub.Heartbeat, "heartbeat", "HEARTBEAT_INTERVAL", 15*time.Second, "idle viewers get a ': ping' comment (or their owed watching numbers) this often")
 	s.Duration(&c.Hub.StallTimeout, "stall-timeout", "STALL_TIMEOUT", 60*time.Second, "drop a viewer whose socket has not drained for this long; 0 = never")
 	s.Int(&c.Hub.SendBuffer, "send-buffer", "SEND_BUFFER", 64<<10, "kernel send buffer per viewer socket in bytes (bounds what a never-reading client can pin); 0 = kernel autotuning")
@@ -93,8 +96,9 @@ func (c *config) validate() error {
 	if c.Watching.Interval < 0 || (c.Watching.Interval > 0 && c.Watching.Interval < 10*time.Millisecond) {
 		return errors.New("watching-interval must be 0 (off) or at least 10ms")
 	}
-	if c.Stream.Retry < 0 || c.Hub.FlushWindow < 0 || c.Hub.PostRate < 0 || c.RedisGrace < 0 {
-		return errors.New("retry, flush-window, post-rate and redis-grace must not be negative")
+	if c.Stream.Retry < 0 || c.Hub.FlushWindow < 0 || c.Hub.PostRate < 0 || c.RedisGrace < 0 ||
+		c.Hub.DisplayBudget < 0 || c.Hub.DisplayMinRate < 0 {
+		return errors.New("retry, flush-window, post-rate, display-budget, display-min-rate and redis-grace must not be negative")
 	}
 	if err := c.Page.Validate(); err != nil {
 		return fmt.Errorf("page: %w", err)

@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	srv := serve.NewServer(cfg.Serve, router, log)
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("shards", h.Shards()),
 		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),
-		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Bool("cluster", cfg.Redis.Cluster()),
+		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Float64("display_budget", cfg.Hub.DisplayBudget), zap.Bool("cluster", cfg.Redis.Cluster()),
 		zap.String("redis_mode", cfg.Redis.Mode()))
 
 	// The server stops on its own context, cancelled only after new streams are refused, so that

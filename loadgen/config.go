@@ -38,6 +38,8 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		untilBreak             bool
 		grow                   string
 		search                 ramp.Search
+		react                  bool
+		reactCfg               ramp.React
 	)
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	set := envflag.New("loadgen ramp", getenv, stderr)
@@ -70,6 +72,15 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	set.Float(&search.Precision, "precision", "LOADGEN_PRECISION", 0.1, "with --until-break: stop when the broken load is within this fraction above the clean one")
 	set.Int(&search.MaxSteps, "max-steps", "LOADGEN_MAX_STEPS", 12, "with --until-break: most steps")
 	set.Duration(&search.MaxTime, "max-time", "LOADGEN_MAX_TIME", 20*time.Minute, "with --until-break: no step starts that would end after this")
+	set.Bool(&react, "react", "LOADGEN_REACT", false,
+		"react instead of like: an audience taps --react-kinds on the posts (POST /react/{post}/{kind}), each person at most once per --react-interval, "+
+			"at --rate reactions/s (0: the room's ceiling, audience / interval); latency is from a reaction's acknowledgement to the first frame at a viewer that includes it")
+	set.List(&reactCfg.Kinds, "react-kinds", "LOADGEN_REACT_KINDS", "heart,clap,laugh,wow,fire", "with --react: the deployment's REACTION_KINDS, taken in turn")
+	set.Duration(&reactCfg.Interval, "react-interval", "LOADGEN_REACT_INTERVAL", 3*time.Second, "with --react: the deployment's REACTION_INTERVAL (one reaction per person and post per interval)")
+	set.Int(&reactCfg.Audience, "audience", "LOADGEN_AUDIENCE", 0, "with --react: people reacting; 0 = as many as the phase's viewers (everyone in the room)")
+	set.Int(&cfg.LatencySample, "latency-sample", "LOADGEN_LATENCY_SAMPLE", 50,
+		"viewers that keep the arrival of every frame: a reactions phase, or one whose nodes' display rate held frames back, measures on them "+
+			"the latency from each acknowledgement to the first frame that includes it")
 	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
 	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
 	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")
@@ -108,6 +119,9 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		search.GrowRate = grow == "rate"
 		cfg.Search = &search
+	}
+	if react {
+		cfg.React = &reactCfg
 	}
 	if cfg.Sources, err = expandSources(sources); err != nil {
 		return cfg, out, err

@@ -236,3 +236,53 @@ func parseInt(b []byte) (int64, []byte, bool) {
 	}
 	return n, b[i:], true
 }
+
+var infixCounts = []byte(`","counts":{`)
+
+// SplitReactions reads a reactions event's data, the form AppendReactions writes,
+// {"post_id":"42","counts":{"clap":12,"heart":3},"ts":1700000000000000}, for a reader that needs
+// only the sum of its counts (a load generator checks that a viewer reached the stored totals):
+// post aliases b, and nothing is allocated.
+func SplitReactions(b []byte) (post []byte, total, ts int64, err error) {
+	rest, ok := bytes.CutPrefix(b, prefixPost)
+	if !ok {
+		return nil, 0, 0, ErrMalformed
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i <= 0 {
+		return nil, 0, 0, ErrMalformed
+	}
+	post, rest = rest[:i], rest[i:]
+	if rest, ok = bytes.CutPrefix(rest, infixCounts); !ok {
+		return nil, 0, 0, ErrMalformed
+	}
+	for len(rest) > 0 && rest[0] != '}' {
+		// "kind":N, with kinds validated to need no escaping (package ids).
+		if rest[0] != '"' {
+			return nil, 0, 0, ErrMalformed
+		}
+		j := bytes.IndexByte(rest[1:], '"')
+		if j < 0 || len(rest) < j+3 || rest[j+2] != ':' {
+			return nil, 0, 0, ErrMalformed
+		}
+		var n int64
+		if n, rest, ok = parseInt(rest[j+3:]); !ok || n < 0 {
+			return nil, 0, 0, ErrMalformed
+		}
+		total += n
+		if len(rest) > 0 && rest[0] == ',' {
+			rest = rest[1:]
+		}
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte{'}'}); !ok {
+		return nil, 0, 0, ErrMalformed
+	}
+	if rest, ok = bytes.CutPrefix(rest, infixTS); !ok {
+		return nil, 0, 0, ErrMalformed
+	}
+	ts, rest, ok = parseInt(rest)
+	if !ok || len(rest) != 1 || rest[0] != '}' {
+		return nil, 0, 0, ErrMalformed
+	}
+	return post, total, ts, nil
+}

@@ -99,3 +99,30 @@ func TestReactionsForms(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitReactions(t *testing.T) {
+	u := Update{PostID: "42", TS: 1700000000000000, Reactions: `{"clap":12,"heart":3}`}
+	post, total, ts, err := SplitReactions(u.AppendReactions(nil))
+	if err != nil || string(post) != "42" || total != 15 || ts != u.TS {
+		t.Fatalf("SplitReactions = %q, %d, %d, %v; want 42, 15, %d", post, total, ts, err, u.TS)
+	}
+	if _, total, _, err := SplitReactions(Update{PostID: "7", TS: 2}.AppendReactions(nil)); err != nil || total != 0 {
+		t.Errorf("no reactions: total %d, %v; want 0", total, err)
+	}
+	for _, bad := range []string{
+		`{"post_id":"p","counts":{"a":1},"ts":2`,
+		`{"post_id":"p","counts":{"a":-1},"ts":2}`,
+		`{"post_id":"p","counts":{"a" 1},"ts":2}`,
+		`{"post_id":"p","counts":{a:1},"ts":2}`,
+		`{"post_id":"p","count":1,"ts":2}`,
+		`{"post_id":"","counts":{},"ts":2}`,
+	} {
+		if _, _, _, err := SplitReactions([]byte(bad)); err == nil {
+			t.Errorf("SplitReactions(%q) succeeded; want error", bad)
+		}
+	}
+	data := u.AppendReactions(nil)
+	if n := testing.AllocsPerRun(100, func() { _, _, _, _ = SplitReactions(data) }); n != 0 {
+		t.Errorf("SplitReactions allocates %.0f times; want 0", n)
+	}
+}

@@ -1,9 +1,6 @@
 package hub
 
-import (
-	"math/bits"
-	"time"
-)
+import "math/bits"
 
 // batch is the frames a shard collected since its last flush: the posts with frames owed to their
 // viewers, and the multi-post viewers whose posts' batches are concatenated into one write.
@@ -30,17 +27,28 @@ func (s *shard) collect(p *Post) {
 	if newest == nil || newest.seq <= seen {
 		return
 	}
-	if s.cfg.PostRate > 0 {
-		if s.now < sp.nextAllowed {
-			if !sp.held {
-				sp.held = true
-				s.held = append(s.held, sp)
-			}
-			return
+	gap := s.displayGap(sp)
+	if gap > 0 && len(sp.members) >= pacedMin {
+		// A big room takes turns at the display rate (pace.go).
+		skipped := int64(newest.seq-seen-1) * int64(len(sp.members))
+		s.counts.conflated += skipped
+		s.counts.displayHeld += skipped
+		s.pace(sp, newest)
+		return
+	}
+	if s.now < sp.nextAllowed {
+		if !sp.held {
+			sp.held = true
+			s.held = append(s.held, sp)
 		}
-		sp.nextAllowed = s.now + int64(float64(time.Second)/s.cfg.PostRate)
+		return
+	}
+	if gap > 0 {
+		sp.nextAllowed = s.now + gap
 		// A capped post shows its newest value at the display rate, never its history.
-		s.counts.conflated += int64(newest.seq-seen-1) * int64(len(sp.members))
+		skipped := int64(newest.seq-seen-1) * int64(len(sp.members))
+		s.counts.conflated += skipped
+		s.counts.displayHeld += skipped
 		s.addToBatch(sp, newest)
 		return
 	}

@@ -287,3 +287,71 @@ func TestDisconnectMidFrame(t *testing.T) {
 	h.Publish(upd("mid", i))
 	poll.Until(t, 10*time.Second, "the other viewer at the newest count", func() bool { u, _ := r.last("mid"); return u.Count == i })
 }
+
+// TestDisplayBudgetScalesWithTheRoom: under a display budget a post with more viewers is shown
+// less often (never below the floor), and every viewer still reaches the newest count.
+func TestDisplayBudgetScalesWithTheRoom(t *testing.T) {
+	// 10 viewers on a budget of 0.1 frames/s would be one update every 100 s; the floor makes it 20/s.
+	h, _ := newTestHub(t, Config{Shards: 1, DisplayBudget: 0.1, DisplayMinRate: 20})
+	var readers []*reader
+	for range 10 {
+		_, c := addViewer(t, h, false, "hall")
+		readers = append(readers, startReader(t, c))
+	}
+	poll.Until(t, 10*time.Second, "viewers", func() bool { return h.Stats().Viewers.Load() == 10 })
+	start := time.Now()
+	for i := int64(1); i <= 1000; i++ {
+		h.Publish(upd("hall", i))
+	}
+	for _, r := range readers {
+		poll.Until(t, 10*time.Second, "newest count", func() bool { u, _ := r.last("hall"); return u.Count == 1000 })
+	}
+	elapsed := time.Since(start)
+	for _, r := range readers {
+		events, _, _, _ := r.snapshot()
+		if most := int(elapsed.Seconds()*20) + 3; len(events) > most {
+			t.Errorf("got %d events in %v; want at most %d at 20/s", len(events), elapsed, most)
+		}
+	}
+	if h.Stats().DisplayHeld.Load() == 0 {
+		t.Error("DisplayHeld = 0; want the updates the display rate held back")
+	}
+}
+
+// TestDisplayBudgetLeavesSmallRoomsAlone: a post whose viewers cost less than the budget at any
+// rate sees every update.
+func TestDisplayBudgetLeavesSmallRoomsAlone(t *testing.T) {
+	h, _ := newTestHub(t, Config{Shards: 1, DisplayBudget: 1e9, DisplayMinRate: 4})
+	_, c := addViewer(t, h, false, "small")
+	r := startReader(t, c)
+	for i := int64(1); i <= 50; i++ {
+		h.Publish(upd("small", i))
+		poll.Until(t, 10*time.Second, "the update", func() bool { u, _ := r.last("small"); return u.Count == i })
+	}
+	if got := h.Stats().DisplayHeld.Load(); got != 0 {
+		t.Errorf("DisplayHeld = %d; want 0", got)
+	}
+}
+
+// TestPacingSpreadsABigRoomOverTheGap: a displayed frame to a room of pacedMin viewers or more is
+// written over the display gap, not in one burst, and reaches every viewer within it.
+func TestPacingSpreadsABigRoomOverTheGap(t *testing.T) {
+	const gap = 500 * time.Millisecond
+	h, _ := newTestHub(t, Config{Shards: 1, PostRate: float64(time.Second / gap)})
+	var readers []*reader
+	for range pacedMin + 44 {
+		_, c := addViewer(t, h, false, "room")
+		readers = append(readers, startReader(t, c))
+	}
+	poll.Until(t, 10*time.Second, "viewers", func() bool { return h.Stats().Viewers.Load() == pacedMin+44 })
+	start := time.Now()
+	h.Publish(upd("room", 1))
+	for _, r := range readers {
+		poll.Until(t, 10*time.Second, "the frame", func() bool { u, _ := r.last("room"); return u.Count == 1 })
+	}
+	// The pacer gives viewer i its frame no sooner than i/n of the gap after the slot opened, so
+	// the last one cannot have it before half the gap, however fast the machine.
+	if elapsed := time.Since(start); elapsed < gap/2 {
+		t.Errorf("every viewer had the frame after %v; want it paced over the %v gap (at least %v)", elapsed, gap, gap/2)
+	}
+}

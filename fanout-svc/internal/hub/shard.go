@@ -29,6 +29,7 @@ type shard struct {
 	batch    batch
 	watch    watchBatch   // watching frames to write (watching.go)
 	held     []*shardPost // rate-capped posts with a frame waiting for their next slot
+	paced    []*shardPost // posts with a displayed frame being paced to their viewers (pace.go)
 	nextTick int64
 	tick     int64
 	drain    drain

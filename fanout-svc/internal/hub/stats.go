@@ -10,6 +10,9 @@ type Stats struct {
 	Stale        atomic.Int64 // updates dropped as older than what the hub had
 	FramesSent   atomic.Int64 // frames handed to sockets in full
 	Conflated    atomic.Int64 // frames a viewer skipped because a newer one replaced them
+	// DisplayHeld is the part of Conflated the display rate made (display.go): updates its
+	// viewers were not shown because a newer one went out at the post's next slot.
+	DisplayHeld atomic.Int64
 	Writes       atomic.Int64 // write(2) calls
 	WriteErrors  atomic.Int64 // viewers dropped on a write error
 	Disconnects  atomic.Int64 // viewers gone (EOF, error, stall, drain)
@@ -25,7 +28,7 @@ type Stats struct {
 // counts is a shard's local tally, flushed into Stats once per loop iteration.
 type counts struct {
 	framesSent, conflated, writes, writeErrors, disconnects, stalled, heartbeats, bytes int64
-	watchingSent                                                                        int64
+	watchingSent, displayHeld                                                           int64
 	delivery                                                                            deliveryTally
 }
 
@@ -42,6 +45,7 @@ func (c *counts) flushTo(s *Stats) {
 	s.Heartbeats.Add(c.heartbeats)
 	s.BytesWritten.Add(c.bytes)
 	s.WatchingSent.Add(c.watchingSent)
+	s.DisplayHeld.Add(c.displayHeld)
 	if c.delivery != (deliveryTally{}) {
 		c.delivery.flushTo(&s.Delivery)
 	}

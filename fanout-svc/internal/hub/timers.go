@@ -15,8 +15,11 @@ type drain struct {
 	total      int // viewers when the drain started
 }
 
-// runTimers handles the flush window, rate-capped posts, heartbeats, stalls and draining.
+// runTimers handles paced frames, the flush window, rate-capped posts, heartbeats, stalls and draining.
 func (s *shard) runTimers() {
+	if len(s.paced) > 0 {
+		s.advancePacing()
+	}
 	if len(s.held) > 0 {
 		s.releaseHeld()
 	}
@@ -93,6 +96,9 @@ func (s *shard) timeoutMs() int {
 	}
 	for _, sp := range s.held {
 		next = min(next, sp.nextAllowed)
+	}
+	if len(s.paced) > 0 {
+		next = min(next, s.now+pacedWake)
 	}
 	if s.drain.active || s.shed.active() {
 		next = min(next, s.now+int64(10*time.Millisecond))

@@ -55,9 +55,10 @@ type shardPost struct {
 	batchFirstTS int64
 	batchFrames  int
 
-	// Rate cap.
+	// Display rate (display.go) and pacing (pace.go).
 	nextAllowed int64
 	held        bool
+	pace        pacing
 }
 
 // MaxPosts is the most posts one viewer may follow: a viewer's owed posts are bits of one uint64.

@@ -28,6 +28,7 @@ type Load struct {
 	heads    [][]byte               // per post: the request up to what names the like's user
 	urlErr   error                  // the writer URL is unusable: every like fails with it
 	keys     sessiontoken.KeySource // WithSessions; nil: X-User-ID
+	react    *reactions             // WithReactions; nil: likes
 	seq      atomic.Int64
 	rec      *Recorder
 
@@ -67,6 +68,11 @@ func New(writer string, posts []string, userPrefix string, maxConns int, timeout
 	}
 	var path string
 	l.host, path, l.urlErr = parseWriter(writer)
+	if l.react != nil {
+		l.heads = reactionHeads(path, l.host, l.identityHeader(), posts, l.react.kinds)
+		l.SetAudience(1)
+		return l
+	}
 	for _, post := range posts {
 		l.heads = append(l.heads, requestHead(path, post, l.host, l.identityHeader()))
 	}
@@ -208,8 +214,9 @@ func (l *Load) closedConn(ctx, reqCtx context.Context, i, conns, inflight int) {
 // job is one like to send.
 type job struct {
 	post  int       // index into posts
+	kind  int       // a reaction's: index into the kinds
 	start time.Time // when the like fell due; zero: when it is written (closed loop)
-	seq   int64     // numbers its fresh user
+	seq   int64     // numbers its fresh user, or a reaction's person
 }
 
 // errClosedEarly ends likes written on a connection that the writer closed before answering them.
@@ -219,10 +226,15 @@ var errClosedEarly = errors.New("writer closed the connection before answering (
 // answers in order and records each like. On an error the connection is closed (the next send
 // dials again) and every like not answered counts as an error.
 func (l *Load) send(ctx context.Context, c *conn, batch []job) {
+	if l.react != nil {
+		l.react.wait(batch)
+	}
 	now := time.Now()
 	first := l.seq.Add(int64(len(batch))) - int64(len(batch)) + 1
 	for i := range batch {
-		batch[i].seq = first + int64(i)
+		if l.react == nil {
+			batch[i].seq = first + int64(i)
+		}
 		if batch[i].start.IsZero() {
 			batch[i].start = now
 		}
@@ -242,7 +254,7 @@ func (l *Load) send(ctx context.Context, c *conn, batch []job) {
 		c.close()
 		end := time.Now()
 		for _, j := range batch[answered:] {
-			l.rec.record(j.post, 0, err, j.start, end)
+			l.rec.record(j.post, 0, 0, err, j.start, end)
 		}
 	}
 }
@@ -255,8 +267,7 @@ func (l *Load) answers(c *conn, batch []job) (int, error) {
 		if err != nil {
 			return i, exchangeError("answer", err, l.timeout)
 		}
-		count, err := l.judge(a, c.body, j.seq)
-		l.rec.record(j.post, count, err, j.start, time.Now())
+		l.answered(a, c.body, j)
 		if a.close {
 			c.close()
 			if i+1 < len(batch) {
@@ -271,11 +282,30 @@ func (l *Load) answers(c *conn, batch []job) (int, error) {
 // allocated once dst has grown to a batch's size.
 func (l *Load) appendRequests(dst []byte, c *conn, batch []job, now time.Time) []byte {
 	for _, j := range batch {
-		dst = append(dst, l.heads[j.post]...)
+		if l.react != nil {
+			dst = append(dst, l.heads[j.post*len(l.react.kinds)+j.kind]...)
+		} else {
+			dst = append(dst, l.heads[j.post]...)
+		}
 		dst = l.appendIdentity(dst, c, j.seq, now)
 		dst = append(dst, "\r\n\r\n"...)
 	}
 	return dst
+}
+
+// answered records the answer to j.
+func (l *Load) answered(a answer, body []byte, j job) {
+	end := time.Now()
+	if l.react == nil {
+		count, err := l.judge(a, body, j.seq)
+		l.rec.record(j.post, count, 0, err, j.start, end)
+		return
+	}
+	count, ts, err := judgeReaction(a, body)
+	if err == nil {
+		l.react.acked(j.seq, end)
+	}
+	l.rec.record(j.post, count, ts, err, j.start, end)
 }
 
 // judge turns an answer into the like's count or its error. A fresh user's like must be counted:

@@ -54,7 +54,11 @@ func (l *Load) dispatch(ctx context.Context, rate float64, maxInflight int, p *o
 					continue
 				}
 				inflight.Add(1) // only here: the workers only take away
-				p.hand(job{post: sent % len(l.posts), start: now})
+				j := job{post: sent % len(l.posts), start: now}
+				if l.react != nil {
+					l.react.assign(&j, sent, len(l.posts))
+				}
+				p.hand(j)
 			}
 		}
 	}

@@ -29,6 +29,26 @@ type Window struct {
 	Acked      atomic.Int64
 	Errors     atomic.Int64
 	Latency    hist.Histogram // microseconds
+
+	mu   sync.Mutex
+	acks []Ack
+}
+
+// Ack is a like or reaction acknowledged in the window: its post, the count in its answer (a
+// fresh user's like: the post's count with it, which every frame from then on reaches), the
+// version (TS) of the update that carries a reaction (0 for a like), and when its answer came
+// (unix microseconds). A viewer has a like once a frame reaches its count, a reaction once a frame
+// of its version or a later one arrives.
+type Ack struct {
+	Post             int
+	Count, TS, AckUS int64
+}
+
+// Acks returns what was acknowledged in the window so far.
+func (w *Window) Acks() []Ack {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Ack(nil), w.acks...)
 }
 
 // NewRecorder returns a recorder for posts posts.
@@ -58,7 +78,9 @@ func (r *Recorder) LastError() string {
 	return r.lastError
 }
 
-func (r *Recorder) record(p int, count int64, err error, start, end time.Time) {
+// record records the answer to a like or reaction to post p: its error, or its count and (a
+// reaction's) version ts.
+func (r *Recorder) record(p int, count, ts int64, err error, start, end time.Time) {
 	w := r.window.Load()
 	in := w != nil && !end.Before(w.Start) && end.Before(w.End)
 	if err != nil {
@@ -81,5 +103,8 @@ func (r *Recorder) record(p int, count int64, err error, start, end time.Time) {
 	if in {
 		w.Acked.Add(1)
 		w.Latency.Record(end.Sub(start).Microseconds())
+		w.mu.Lock()
+		w.acks = append(w.acks, Ack{Post: p, Count: count, TS: ts, AckUS: end.UnixMicro()})
+		w.mu.Unlock()
 	}
 }

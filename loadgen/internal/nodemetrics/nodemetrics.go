@@ -20,6 +20,10 @@ const (
 	// WatchingReports counts the (post, interval) numbers a node added to Redis's watching
 	// totals: what the watching feature asks of Redis.
 	WatchingReports = "likes_fanout_watching_reports_total"
+	// DisplayHeld counts the frames a node's display rate held back (a newer one went out at the
+	// post's next slot instead): when it grows, viewers see a post's updates at its display rate,
+	// not each one.
+	DisplayHeld = "likes_fanout_display_held_total"
 )
 
 // Sample is one reading of a node.
@@ -30,6 +34,8 @@ type Sample struct {
 	Viewers    float64 // NaN when the node does not export the gauge
 	// WatchingReports is the node's watching reports so far; NaN when it exports none.
 	WatchingReports float64
+	// DisplayHeld is the frames the node's display rate held back so far; NaN when it exports none.
+	DisplayHeld float64
 }
 
 // Scrape reads base+"/metrics".
@@ -51,7 +57,7 @@ func Scrape(ctx context.Context, client *http.Client, base string) (Sample, erro
 	if err != nil {
 		return Sample{}, fmt.Errorf("scrape %s: %w", base, err)
 	}
-	s := Sample{At: time.Now(), Viewers: math.NaN(), WatchingReports: math.NaN()}
+	s := Sample{At: time.Now(), Viewers: math.NaN(), WatchingReports: math.NaN(), DisplayHeld: math.NaN()}
 	var ok bool
 	if s.CPUSeconds, ok = sum(families[CPUSeconds]); !ok {
 		return Sample{}, fmt.Errorf("scrape %s: no %s", base, CPUSeconds)
@@ -64,6 +70,9 @@ func Scrape(ctx context.Context, client *http.Client, base string) (Sample, erro
 	}
 	if v, ok := sum(families[WatchingReports]); ok {
 		s.WatchingReports = v
+	}
+	if v, ok := sum(families[DisplayHeld]); ok {
+		s.DisplayHeld = v
 	}
 	return s, nil
 }

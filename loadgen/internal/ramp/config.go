@@ -38,6 +38,13 @@ type Config struct {
 	LikeTimeout      time.Duration
 	ConvergeTimeout  time.Duration
 	MaxInflight      int // open loop: likes in flight at most
+	// LatencySample is how many viewers, over all workers, keep the arrival of every frame: where
+	// a phase is judged by what the nodes displayed (reactions, or a display rate that held
+	// frames back), the latency from each acknowledgement to the first frame at them that
+	// includes it is measured on them.
+	LatencySample int
+	// React makes the load an audience reacting instead of fresh users liking; nil: likes.
+	React *React
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
 	Search      *Search // --until-break; nil: one phase per Conns
@@ -48,6 +55,27 @@ type Config struct {
 	WorkerArgs []string
 	Command    string // the command line, for the report
 }
+
+// React is a reactions ramp (--react): a room's audience taps emoji at a total rate, each person
+// at most once per Interval, and each phase measures what every viewer's display got.
+type React struct {
+	Kinds    []string      // the deployment's REACTION_KINDS, taken in turn
+	Interval time.Duration // the deployment's REACTION_INTERVAL
+	// Audience is the people reacting; 0: as many as the phase's viewers (everyone in the room
+	// reacts).
+	Audience int
+}
+
+// people returns the audience of a phase of conns viewers.
+func (x *React) people(conns int) int {
+	if x.Audience > 0 {
+		return x.Audience
+	}
+	return max(conns, 1)
+}
+
+// ceiling is the most reactions a second people can send: each once per interval.
+func (x *React) ceiling(people int) float64 { return float64(people) / x.Interval.Seconds() }
 
 // How a like names its fresh user (--identity).
 const (
@@ -72,12 +100,14 @@ func (c *Config) Validate() error {
 		return errors.New("--posts must be at least 1")
 	case c.Rate < 0:
 		return errors.New("--rate must not be negative")
-	case c.Rate == 0 && c.Writers < 1:
+	case c.Rate == 0 && c.Writers < 1 && c.React == nil:
 		return errors.New("--writers must be at least 1 (or set --rate)")
 	case c.Window <= 0 || c.Warmup < 0:
 		return errors.New("--window must be positive and --warmup not negative")
 	case c.Feed < 0 || c.Feed > 64 || c.Feed > c.Posts:
 		return errors.New("--feed must be 0-64 and at most --posts")
+	case c.LatencySample < 0:
+		return errors.New("--latency-sample must not be negative")
 	case c.PerWorker < 1:
 		return errors.New("viewers per worker must be at least 1")
 	case c.Redis != "" && len(c.RedisSentinels) > 0:
@@ -92,6 +122,18 @@ func (c *Config) Validate() error {
 			"or use --identity header (LOADGEN_IDENTITY=header) against writers run with TRUST_USER_HEADER=true")
 	case c.Identity == IdentitySession && (c.SessionKeyRotate < time.Second || c.SessionKeyRotate%time.Second != 0):
 		return errors.New("--session-key-rotate must be whole seconds, at least 1s (the deployment's SESSION_KEY_ROTATE)")
+	}
+	if x := c.React; x != nil {
+		switch {
+		case len(x.Kinds) == 0:
+			return errors.New("--react-kinds names no kind")
+		case x.Interval < time.Millisecond:
+			return errors.New("--react-interval must be at least 1ms (the deployment's REACTION_INTERVAL)")
+		case c.Feed > 1:
+			return errors.New("--react measures single-post streams (a room is one post): --feed must be 0")
+		case x.Audience < 0:
+			return errors.New("--audience must not be negative")
+		}
 	}
 	if c.Search != nil {
 		return c.Search.validate(c)
@@ -108,6 +150,17 @@ func (c *Config) Validate() error {
 
 // Mode describes the write load.
 func (c *Config) Mode() string {
+	if x := c.React; x != nil {
+		who := "everyone in the room"
+		if x.Audience > 0 {
+			who = fmt.Sprintf("an audience of %d", x.Audience)
+		}
+		rate := "at the ceiling (each person once per interval)"
+		if c.Rate > 0 {
+			rate = fmt.Sprintf("%g reactions/s", c.Rate)
+		}
+		return fmt.Sprintf("reactions, open loop, %s by %s, at most one each per %v", rate, who, x.Interval)
+	}
 	if c.Rate > 0 {
 		return fmt.Sprintf("open loop, %g likes/s", c.Rate)
 	}

@@ -62,8 +62,22 @@ func (r *Ramp) sample(ctx context.Context) (sample, error) {
 // phase runs one step of the ramp: connect up to wanted viewers, likes (rate per second, or the
 // closed loop when 0) for warmup and window, stop, converge, report, judge.
 func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64) (report.Phase, error) {
+	var capped string
+	if x := r.cfg.React; x != nil {
+		people := x.people(wanted)
+		if ceiling := x.ceiling(people); rate <= 0 || rate > ceiling {
+			if rate > ceiling {
+				capped = fmt.Sprintf("%g reactions/s asked, above what %d people can send (one each per %v): offered %g", rate, people, x.Interval, ceiling)
+			}
+			rate = ceiling
+		}
+		r.load.SetAudience(people)
+	}
 	ph := report.Phase{ConnsWanted: wanted, OfferedLikesPerSec: rate, UpdatesPerSec: report.Float(math.NaN())}
-	if rate > 0 {
+	if capped != "" {
+		ph.Notes = append(ph.Notes, capped)
+	}
+	if rate > 0 && r.cfg.React == nil {
 		ph.UpdatesPerSec = report.Float(rate / float64(len(r.posts)) * float64(max(r.cfg.Feed, 1)))
 	}
 	pre, err := r.pool.status()
@@ -92,6 +106,9 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	t0 := time.Now().Add(r.cfg.Warmup)
 	t1 := t0.Add(r.cfg.Window)
 	begin := &worker.Begin{Base: base, WindowStartUS: t0.UnixMicro(), WindowEndUS: t1.UnixMicro()}
+	if r.cfg.Feed <= 1 {
+		begin.SampleViewers = (r.cfg.LatencySample + len(r.pool.clients) - 1) / len(r.pool.clients)
+	}
 	replies, err := r.pool.all(worker.Request{Op: worker.OpBegin, Begin: begin})
 	if err != nil {
 		return ph, err
@@ -134,8 +151,13 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	if err != nil {
 		return ph, err
 	}
-	conv, err := r.pool.all(worker.Request{Op: worker.OpConverge, Converge: &worker.Converge{
-		Final: final, TimeoutMS: int(r.cfg.ConvergeTimeout.Milliseconds())}})
+	converge := &worker.Converge{Final: final, TimeoutMS: int(r.cfg.ConvergeTimeout.Milliseconds())}
+	if r.cfg.React != nil {
+		if converge.FinalReactions, err = r.reactionTotals(ctx); err != nil {
+			return ph, err
+		}
+	}
+	conv, err := r.pool.all(worker.Request{Op: worker.OpConverge, Converge: converge})
 	if err != nil {
 		return ph, err
 	}
@@ -302,7 +324,7 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	var pct float64
 	ph.EventsExpected, ph.EventsReceived, pct, ph.Posts = delivery(r.posts, f.s0.max, f.s1.max, f.viewers, received)
 	ph.DeliveryPct = report.Float(pct)
-	ph.LatencyP50Ms, ph.LatencyP99Ms, ph.LatencyP999Ms = quantilesMs(&lat)
+	ph.LatencyP50Ms, ph.LatencyP95Ms, ph.LatencyP99Ms, ph.LatencyP999Ms = quantilesMs(&lat)
 	ph.LatencySamples = int64(lat.Count())
 
 	var convMs int64
@@ -329,6 +351,9 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 		if ph.WriterCPUPct > 0 {
 			ph.LikesPerWriterCPUSec = report.Float(ph.LikesPerSec / (float64(ph.WriterCPUPct) / 100))
 		}
+	}
+	if r.cfg.React != nil || (displayHeld(f) && r.cfg.Feed <= 1) {
+		r.fillDisplayed(ph, f)
 	}
 	r.notes(ph, f, overflow)
 	ph.Broke = r.cfg.Objective.Check(ph)

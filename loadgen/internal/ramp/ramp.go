@@ -65,7 +65,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		r.progress.line("loadgen: could not raise the open-file limit (soft %d): %v", soft, err)
 	}
 	maxConns := cfg.Writers
-	if cfg.Rate > 0 {
+	if cfg.Rate > 0 || cfg.React != nil {
 		maxConns = 512
 	}
 	if cfg.Redis != "" || len(cfg.RedisSentinels) > 0 {
@@ -80,6 +80,9 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		}
 		defer s.close()
 		identity = append(identity, likes.WithSessions(s.follow))
+	}
+	if x := cfg.React; x != nil {
+		identity = append(identity, likes.WithReactions(x.Kinds, x.Interval))
 	}
 	r.load = likes.New(cfg.Writer, r.posts, cfg.UserPrefix, maxConns, cfg.LikeTimeout, identity...)
 	defer r.load.Close()

@@ -35,10 +35,10 @@ func percent(part, whole int64) float64 {
 	return float64(part) / float64(whole) * 100
 }
 
-// quantilesMs returns the p50, p99 and p99.9 of a microsecond histogram in milliseconds.
-func quantilesMs(h *hist.Histogram) (p50, p99, p999 report.Float) {
-	return report.Float(h.Quantile(0.5) / 1000), report.Float(h.Quantile(0.99) / 1000),
-		report.Float(h.Quantile(0.999) / 1000)
+// quantilesMs returns the p50, p95, p99 and p99.9 of a microsecond histogram in milliseconds.
+func quantilesMs(h *hist.Histogram) (p50, p95, p99, p999 report.Float) {
+	q := func(f float64) report.Float { return report.Float(h.Quantile(f) / 1000) }
+	return q(0.5), q(0.95), q(0.99), q(0.999)
 }
 
 // memPerConn returns (rss - base) / viewers, NaN when it cannot be known.

@@ -47,11 +47,11 @@ func TestQuantilesMs(t *testing.T) {
 	for i := range 1000 {
 		h.Record(int64(i+1) * 10) // 10 us .. 10 ms
 	}
-	p50, p99, p999 := quantilesMs(&h)
+	p50, p95, p99, p999 := quantilesMs(&h)
 	for _, c := range []struct {
 		name      string
 		got, want float64
-	}{{"p50", float64(p50), 5}, {"p99", float64(p99), 9.9}, {"p99.9", float64(p999), 9.99}} {
+	}{{"p50", float64(p50), 5}, {"p95", float64(p95), 9.5}, {"p99", float64(p99), 9.9}, {"p99.9", float64(p999), 9.99}} {
 		if math.Abs(c.got-c.want) > c.want/32 {
 			t.Errorf("%s = %v ms; want %v within 3%%", c.name, c.got, c.want)
 		}

@@ -34,6 +34,7 @@ var columns = []column{
 	{"deliv %", "delivery_pct", func(p *Phase) string { return pct(p.DeliveryPct) }},
 	{"conv %", "convergence_pct", func(p *Phase) string { return pct(p.ConvergencePct) }},
 	{"lat p50", "latency_p50_ms", func(p *Phase) string { return ms(p.LatencyP50Ms) }},
+	{"lat p95", "latency_p95_ms", func(p *Phase) string { return ms(p.LatencyP95Ms) }},
 	{"lat p99", "latency_p99_ms", func(p *Phase) string { return ms(p.LatencyP99Ms) }},
 	{"lat p99.9", "latency_p999_ms", func(p *Phase) string { return ms(p.LatencyP999Ms) }},
 	{"nodes CPU%", "nodes_cpu_pct", func(p *Phase) string { return p.NodesCPUPct.format(1) }},

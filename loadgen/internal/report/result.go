@@ -95,6 +95,7 @@ type Phase struct {
 	ConvergeTotal  int   `json:"converge_total"`
 	ConvergeMillis int64 `json:"converge_ms"`
 	LatencyP50Ms   Float `json:"latency_p50_ms"`
+	LatencyP95Ms   Float `json:"latency_p95_ms"`
 	LatencyP99Ms   Float `json:"latency_p99_ms"`
 	LatencyP999Ms  Float `json:"latency_p999_ms"`
 	LatencySamples int64 `json:"latency_samples"`
@@ -125,12 +126,38 @@ type Phase struct {
 	// null when the nodes export no such counter.
 	WatchingReportsPerSec Float `json:"watching_reports_per_sec"`
 
+	// Reactions are a reactions phase's own figures (loadgen ramp --react); nil for likes.
+	Reactions *Reactions `json:"reactions,omitempty"`
+
 	// Broke is what of the objective the phase broke (empty: it met the objective).
 	Broke []string `json:"slo_broken"`
 
 	Nodes []Node   `json:"nodes"`
 	Posts []Post   `json:"posts"`
 	Notes []string `json:"notes"`
+}
+
+// Reactions are what a reactions phase measured. In such a phase the like figures are the
+// reactions' (likes/s is reactions acknowledged a second, like p99 a reaction request's), the
+// latency is from a reaction's acknowledgement to the first frame at a viewer that includes it
+// (on the sampled viewers, every reaction of the window at each), delivery is the window's
+// reactions frames each viewer received against what its node displayed (the most any viewer of
+// the post on that node received), and convergence includes each viewer's reaction counts
+// reaching the stored totals.
+type Reactions struct {
+	Audience int   `json:"audience"` // people reacting
+	Acked    int64 `json:"acked"`    // reactions acknowledged in the window
+	// UpdatesPerSec is the updates the reactions made a second (distinct versions among the
+	// window's acknowledgements): the writer's coalescer puts the reactions that arrive during a
+	// post's script call into its next one.
+	UpdatesPerSec float64 `json:"updates_per_sec"`
+	// DisplayPerViewerPerSec is the reactions frames each viewer received a second, on average.
+	DisplayPerViewerPerSec float64 `json:"display_updates_per_viewer_per_sec"`
+	SampledViewers         int     `json:"sampled_viewers"`
+	LatencySamples         int64   `json:"latency_samples"` // (reaction, sampled viewer) pairs
+	// Missed are (reaction, sampled viewer) pairs with no frame that includes the reaction; they
+	// enter the latency quantiles as a minute each.
+	Missed int64 `json:"missed"`
 }
 
 // Subscribers compares, over the ramp's posts, each post's subscribers in Redis (PUBSUB NUMSUB,

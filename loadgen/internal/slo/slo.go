@@ -37,6 +37,7 @@ type metric struct {
 
 var metrics = []metric{
 	{name: "p50", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP50Ms) }},
+	{name: "p95", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP95Ms) }},
 	{name: "p99", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP99Ms) }},
 	{name: "p999", unit: "ms", viewers: true, of: func(p *report.Phase) float64 { return float64(p.LatencyP999Ms) }},
 	{name: "like_p99", unit: "ms", of: func(p *report.Phase) float64 { return float64(p.LikeP99Ms) }},
@@ -55,8 +56,8 @@ func Errors(p *report.Phase) int64 {
 	return p.LikeErrors + p.LikesSkipped + int64(p.ConnsFailed+p.ConnsRefused+p.ConnsDropped)
 }
 
-// Parse reads an objective: comma-separated terms NAME OP VALUE, with NAME one of p50, p99,
-// p999 (delivery latency), like_p99 (like request latency), delivery, converged (percent of
+// Parse reads an objective: comma-separated terms NAME OP VALUE, with NAME one of p50, p95,
+// p99, p999 (delivery latency), like_p99 (like request latency), delivery, converged (percent of
 // viewers on the final counts) and errors; latencies take a duration (100ms, 1s), percentages a
 // % sign.
 func Parse(s string) (Objective, error) {
@@ -85,7 +86,7 @@ func parseTerm(raw string) (term, error) {
 		}
 		m, found := metricNamed(name)
 		if !found {
-			return term{}, fmt.Errorf("%q: unknown figure %q (want p50, p99, p999, like_p99, delivery, converged or errors)", raw, name)
+			return term{}, fmt.Errorf("%q: unknown figure %q (want p50, p95, p99, p999, like_p99, delivery, converged or errors)", raw, name)
 		}
 		limit, err := parseValue(m, value)
 		if err != nil {

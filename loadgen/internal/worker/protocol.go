@@ -52,6 +52,10 @@ type Begin struct {
 	Base          []int64 `json:"base"`
 	WindowStartUS int64   `json:"window_start_us"`
 	WindowEndUS   int64   `json:"window_end_us"`
+	// SampleViewers is how many of the phase's single-post viewers keep the arrival of every
+	// frame from the window's start on (Report.Sampled): the latency from a like's or reaction's
+	// acknowledgement to the first frame that includes it is measured on them.
+	SampleViewers int `json:"sample_viewers,omitempty"`
 }
 
 // Converge asks how many of the phase's viewers show Final[p] for every post they follow,
@@ -59,6 +63,9 @@ type Begin struct {
 type Converge struct {
 	Final     []int64 `json:"final"`
 	TimeoutMS int     `json:"timeout_ms"`
+	// FinalReactions, in a reactions phase, is each post's stored reactions of all kinds: a
+	// viewer has converged when the counts of its newest reactions event add up to it too.
+	FinalReactions []int64 `json:"final_reactions,omitempty"`
 }
 
 // ReportRange asks for the deliveries of the counts in (Lo[p], Hi[p]] of each post p.
@@ -85,7 +92,8 @@ type Status struct {
 	Refused    int            `json:"refused"`
 	Dropped    int            `json:"dropped"`
 	Events     int64          `json:"events"`
-	Watching   int64          `json:"watching"` // watching events (not counted in Events)
+	Watching   int64          `json:"watching"`  // watching events (not counted in Events)
+	Reactions  int64          `json:"reactions"` // reactions events (not counted in Events)
 	Malformed  int64          `json:"malformed"`
 	CPUMicros  int64          `json:"cpu_us"`
 	AtUS       int64          `json:"at_us"`
@@ -113,4 +121,26 @@ type Report struct {
 	Received []int64     `json:"received"`
 	Overflow int64       `json:"overflow"`
 	Latency  hist.Sparse `json:"latency"`
+	// Displays are the frames of the window (by ts) that the phase's single-post viewers
+	// received, per post and node.
+	Displays []Display `json:"displays,omitempty"`
+	// Sampled are the sampled viewers' frames (Begin.SampleViewers).
+	Sampled []Sampled `json:"sampled,omitempty"`
+}
+
+// Display is what the phase's viewers of one post on one node received of the frames whose ts
+// lies in the window: how many viewers received how many frames.
+type Display struct {
+	Post    int `json:"post"`
+	Node    int `json:"node"`
+	Viewers int `json:"viewers"`
+	// Frames maps a number of frames to the viewers that received that many.
+	Frames map[int64]int `json:"frames"`
+}
+
+// Sampled is one sampled viewer's frames since the window's start, as [count, ts, arrival] (ts
+// and arrival in unix microseconds), in the order they came.
+type Sampled struct {
+	Post   int        `json:"post"`
+	Frames [][3]int64 `json:"frames"`
 }

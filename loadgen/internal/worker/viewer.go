@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ const (
 type viewer struct {
 	w      *Worker
 	post   int // its (first) post
+	node   int // index of its fanout node
 	shard  int
 	target target
 	source netip.Addr
@@ -33,6 +35,12 @@ type viewer struct {
 	state   atomic.Int32
 	last    []atomic.Int64 // newest count received of each post it follows; -1 before any
 	inPhase atomic.Bool    // open when the current phase began: its deliveries are measured
+	// rx is the sum of the counts of the newest reactions event of its post (-1 before any);
+	// reactions are measured on single-post streams only (a room is one post). frames are the
+	// frames (count events) of the phase's window it received.
+	rx     atomic.Int64
+	frames atomic.Int64
+	sample atomic.Pointer[arrivals] // the phase's record of its reactions frames; nil: not sampled
 
 	fd        int
 	deadline  time.Time // for the handshake
@@ -80,10 +88,15 @@ func (v *viewer) fail(state int32, why string) {
 
 // emit handles one event; it runs on the loop's goroutine and allocates nothing.
 func (v *viewer) emit(e *sse.Event) {
-	if string(e.Event) != sse.EventCount {
-		if string(e.Event) == sse.EventWatching {
-			v.w.watching.Add(1)
-		}
+	switch string(e.Event) {
+	case sse.EventCount:
+	case sse.EventReactions:
+		v.reactions(e.Data)
+		return
+	case sse.EventWatching:
+		v.w.watching.Add(1)
+		return
+	default:
 		return
 	}
 	post, slot, count, ts, ok := v.parse(e.Data)
@@ -95,6 +108,12 @@ func (v *viewer) emit(e *sse.Event) {
 	v.w.events.Add(1)
 	if ph := v.w.phase.Load(); ph != nil && v.inPhase.Load() {
 		ph.record(post, v.shard, count, ts, v.nowUS)
+		if ts >= ph.startUS && ts < ph.endUS {
+			v.frames.Add(1)
+		}
+		if a := v.sample.Load(); a != nil && ts >= ph.startUS {
+			a.add(count, ts, v.nowUS)
+		}
 	}
 }
 
@@ -116,4 +135,40 @@ func (v *viewer) parse(data []byte) (post, slot int, count, ts int64, ok bool) {
 		return 0, 0, 0, 0, false // a post this viewer does not follow
 	}
 	return post, slot, count, ts, true
+}
+
+// reactions handles a reactions event: the post's counts per kind, whose sum the viewer keeps.
+// The frame's count event, just before it, was measured.
+func (v *viewer) reactions(data []byte) {
+	_, total, _, err := update.SplitReactions(data)
+	if err != nil || len(v.last) != 1 {
+		v.w.malformed.Add(1)
+		return
+	}
+	v.rx.Store(total)
+	v.w.reactions.Add(1)
+}
+
+// arrivals is a sampled viewer's frames, [count, ts, arrival] (ts and arrival in unix
+// microseconds): its loop adds them, the worker copies them out for a report.
+type arrivals struct {
+	mu     sync.Mutex
+	frames [][3]int64
+}
+
+// maxArrivals bounds one sampled viewer's record (about 2 hours at 100 frames a second).
+const maxArrivals = 1 << 20
+
+func (a *arrivals) add(count, ts, at int64) {
+	a.mu.Lock()
+	if len(a.frames) < maxArrivals {
+		a.frames = append(a.frames, [3]int64{count, ts, at})
+	}
+	a.mu.Unlock()
+}
+
+func (a *arrivals) copy() [][3]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([][3]int64(nil), a.frames...)
 }

@@ -45,7 +45,7 @@ type Worker struct {
 	connectCancel context.CancelFunc
 
 	wanted, pending, open, failedN, refused, droppedN atomic.Int64
-	events, watching, malformed                       atomic.Int64
+	events, watching, reactions, malformed            atomic.Int64
 	closing                                           atomic.Bool
 	phase                                             atomic.Pointer[phase]
 
@@ -242,6 +242,7 @@ func (w *Worker) newViewer(index int) *viewer {
 	v := &viewer{
 		w:      w,
 		post:   post,
+		node:   node,
 		shard:  index % latencyShards,
 		target: w.targets[node][post],
 		fd:     -1,
@@ -253,6 +254,7 @@ func (w *Worker) newViewer(index int) *viewer {
 	for k := range v.last {
 		v.last[k].Store(-1)
 	}
+	v.rx.Store(-1)
 	v.emitFn = v.emit
 	w.mu.Lock()
 	w.viewers = append(w.viewers, v)
@@ -311,6 +313,7 @@ func (w *Worker) status() *Status {
 		Dropped:   int(w.droppedN.Load()),
 		Events:    w.events.Load(),
 		Watching:  w.watching.Load(),
+		Reactions: w.reactions.Load(),
 		Malformed: w.malformed.Load(),
 		CPUMicros: procstat.CPU().Microseconds(),
 		AtUS:      time.Now().UnixMicro(),
@@ -345,14 +348,25 @@ func (w *Worker) begin(b *Begin) (*BeginReply, error) {
 	}
 	w.phase.Store(newPhase(b))
 	rep := &BeginReply{Viewers: make([]int, w.posts)}
-	for _, v := range w.snapshot() {
+	all := w.snapshot()
+	var measured []*viewer
+	for _, v := range all {
 		open := v.state.Load() == stateOpen
 		v.inPhase.Store(open)
+		v.frames.Store(0)
+		v.sample.Store(nil)
 		if open {
+			measured = append(measured, v)
 			rep.Open++
 			for k := range v.last {
 				rep.Viewers[(v.post+k)%w.posts]++
 			}
+		}
+	}
+	// Sampled viewers are spread evenly over the measured ones, and so over posts and nodes.
+	if n := min(b.SampleViewers, len(measured)); n > 0 && w.feed == 1 {
+		for i := range n {
+			measured[i*len(measured)/n].sample.Store(&arrivals{})
 		}
 	}
 	return rep, nil
@@ -366,7 +380,7 @@ func (w *Worker) snapshot() []*viewer {
 
 // converge polls the phase's viewers until each shows its post's final count or the timeout.
 func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, error) {
-	if c == nil || len(c.Final) != w.posts {
+	if c == nil || len(c.Final) != w.posts || (c.FinalReactions != nil && len(c.FinalReactions) != w.posts) {
 		return nil, fmt.Errorf("converge needs a final count for each of %d posts", w.posts)
 	}
 	start := time.Now()
@@ -380,7 +394,7 @@ func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, err
 				continue
 			}
 			rep.Total++
-			if w.converged(v, c.Final) {
+			if w.converged(v, c.Final, c.FinalReactions) {
 				rep.Converged++
 			}
 		}
@@ -395,14 +409,15 @@ func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, err
 	}
 }
 
-// converged reports whether v shows the final count of every post it follows.
-func (w *Worker) converged(v *viewer, final []int64) bool {
+// converged reports whether v shows the final count of every post it follows and, given
+// reactions, its post's final reactions.
+func (w *Worker) converged(v *viewer, final, reactions []int64) bool {
 	for k := range v.last {
 		if v.last[k].Load() != final[(v.post+k)%w.posts] {
 			return false
 		}
 	}
-	return true
+	return reactions == nil || v.rx.Load() == reactions[v.post]
 }
 
 func (w *Worker) report(r *ReportRange) (*Report, error) {
@@ -410,7 +425,40 @@ func (w *Worker) report(r *ReportRange) (*Report, error) {
 	if ph == nil || r == nil {
 		return nil, errors.New("report needs a phase begun")
 	}
-	return ph.report(r), nil
+	rep := ph.report(r)
+	rep.Displays, rep.Sampled = w.displays()
+	return rep, nil
+}
+
+// displays sums the phase's single-post viewers' frames per post and node, and copies the sampled
+// viewers' records.
+func (w *Worker) displays() ([]Display, []Sampled) {
+	type key struct{ post, node int }
+	at := map[key]int{}
+	var out []Display
+	var sampled []Sampled
+	for _, v := range w.snapshot() {
+		if !v.inPhase.Load() || len(v.last) != 1 {
+			continue
+		}
+		if a := v.sample.Load(); a != nil {
+			if frames := a.copy(); len(frames) > 0 {
+				sampled = append(sampled, Sampled{Post: v.post, Frames: frames})
+			}
+		}
+		n := v.frames.Load()
+		k := key{v.post, v.node}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Display{Post: v.post, Node: v.node, Frames: map[int64]int{}})
+		}
+		d := &out[i]
+		d.Viewers++
+		d.Frames[n]++
+	}
+	return out, sampled
 }
 
 // shutdown stops connecting, then stops every loop, which closes its viewers' sockets.
