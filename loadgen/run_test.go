@@ -57,7 +57,19 @@ func TestLoadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--redis") || !strings.Contains(err.Error(), "--identity header") {
 		t.Errorf("sessions without Redis: %v; want an error naming --redis and --identity header", err)
 	}
+	// A reactions ramp: the room reacts at its ceiling unless --rate says otherwise.
+	cfg, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--react", "--react-kinds", "clap,wow",
+		"--react-interval", "2s", "--audience", "300", "--rate", "0"}, getenv, &stderr)
+	if err != nil || cfg.React == nil || !slices.Equal(cfg.React.Kinds, []string{"clap", "wow"}) || cfg.React.Interval != 2*time.Second ||
+		cfg.React.Audience != 300 || !strings.Contains(cfg.Mode(), "ceiling") || cfg.LatencySample != 50 {
+		t.Fatalf("--react: %+v, mode %q, %v; want kinds clap,wow every 2s by 300 people at the ceiling", cfg.React, cfg.Mode(), err)
+	}
 	for _, bad := range [][]string{
+		{"--react", "--feed", "2"},
+		{"--react", "--react-kinds", ""},
+		{"--react", "--react-interval", "0s"},
+		{"--react", "--audience", "-1"},
+		{"--latency-sample", "-1"},
 		{"--conns", "20,10"},
 		{"--conns", "ten"},
 		{"--conns", "0", "--until-break", "--rate", "10"}, // viewers grown from none stay none

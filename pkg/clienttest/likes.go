@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -157,4 +158,24 @@ func CountOf(t testing.TB, writerURL, post string) int64 {
 		t.Fatalf("GET /count/%s: %d", post, resp.StatusCode)
 	}
 	return r.Count
+}
+
+// ReactionsOf asks the writer (or a balancer in front of it) for a post's reaction counts per
+// kind (GET /counts), failing the test if it does not answer 200 with them.
+func ReactionsOf(t testing.TB, writerURL, post string) map[string]int64 {
+	t.Helper()
+	resp, err := writerClient.Get(writerURL + "/counts?posts=" + url.QueryEscape(post))
+	if err != nil {
+		t.Fatalf("GET /counts?posts=%s: %v", post, err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Posts []struct {
+			Reactions map[string]int64 `json:"reactions"`
+		} `json:"posts"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil || len(r.Posts) != 1 || r.Posts[0].Reactions == nil {
+		t.Fatalf("GET /counts?posts=%s: %d, no reactions", post, resp.StatusCode)
+	}
+	return r.Posts[0].Reactions
 }

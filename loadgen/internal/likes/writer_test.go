@@ -146,3 +146,37 @@ func startWriter(t *testing.T, bin, redisAddr string, env ...string) string {
 	})
 	return url
 }
+
+// TestRealWriterTakesAnAudience: an audience of 20 reacting at its ceiling (each person once per
+// the writer's REACTION_INTERVAL of 200 ms: 100 reactions/s) is never refused by a person's gate,
+// the kinds go in turn, and the writer stores every reaction acknowledged, each carried by an
+// update whose version the answer names.
+func TestRealWriterTakesAnAudience(t *testing.T) {
+	bin := buildWriter(t)
+	srv := redistest.Start(t)
+	writer := startWriter(t, bin, srv.Addr, "TRUST_USER_HEADER=true", "REACTION_INTERVAL=200ms")
+	const interval = 200 * time.Millisecond
+	kinds := []string{"clap", "heart"}
+	l := New(writer, []string{"room"}, "lg-rx-u", 32, 5*time.Second, WithReactions(kinds, interval))
+	defer l.Close()
+	l.SetAudience(20)
+	start := time.Now()
+	w := &Window{Start: start, End: start.Add(time.Hour)}
+	l.Recorder().SetWindow(w)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l.Open(ctx, 20/interval.Seconds(), 256)
+	acked, errs, _ := l.Recorder().Totals()
+	if acked < 50 || errs != 0 {
+		t.Fatalf("acked %d, errors %d (last %q); want about 100 acked and none refused", acked, errs, l.Recorder().LastError())
+	}
+	for _, a := range w.Acks() {
+		if a.TS <= 0 || a.Count <= 0 {
+			t.Fatalf("ack %+v; want the kind's count and the update's version", a)
+		}
+	}
+	rx := clienttest.ReactionsOf(t, writer, "room")
+	if rx["clap"]+rx["heart"] != acked || rx["clap"] < acked/2-1 {
+		t.Errorf("stored %v; want the %d acknowledged, the kinds in turn", rx, acked)
+	}
+}

@@ -308,3 +308,58 @@ func TestEveryEventCountedUnderVolume(t *testing.T) {
 		t.Fatalf("received %d; want %d (every update to every viewer)", rep.Received[0], 10*likes)
 	}
 }
+
+// react sends post's subscribers a frame of version ts carrying reactions (a JSON object), as a
+// fanout node does: the count event, then the reactions event.
+func (s *sseServer) react(post string, ts int64, reactions string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := update.Update{PostID: post, Count: s.counts[post], TS: ts, Reactions: reactions}
+	f := sse.AppendEvent(nil, strconv.AppendInt(nil, ts, 10), sse.EventCount, u.AppendCount(nil))
+	f = sse.AppendEvent(f, nil, sse.EventReactions, u.AppendReactions(nil))
+	for ch, p := range s.subs {
+		if p == post {
+			ch <- f
+		}
+	}
+}
+
+// TestReactionFramesDisplayedAndSampled: each viewer counts the window's frames and keeps the sum
+// of its newest reaction counts, which convergence checks; the sampled viewers keep every frame's
+// count, version and arrival.
+func TestReactionFramesDisplayedAndSampled(t *testing.T) {
+	srv := newSSEServer(t, 0)
+	c := startWorker(t)
+	call(t, c, Request{Op: OpInit, Init: &Init{Nodes: []string{srv.URL}, Posts: []string{"room"}}})
+	call(t, c, Request{Op: OpConnect, Connect: &Connect{First: 0, Count: 10}})
+	waitStatus(t, c, func(s *Status) bool { return s.Open == 10 })
+	now := time.Now().UnixMicro()
+	call(t, c, Request{Op: OpBegin, Begin: &Begin{Base: []int64{0}, WindowStartUS: now, WindowEndUS: now + 3600e6, SampleViewers: 3}})
+	srv.react("room", now-1, `{"clap":1}`) // before the window: shown, not counted
+	for i := range int64(5) {
+		srv.react("room", now+i, fmt.Sprintf(`{"clap":%d,"heart":1}`, i+2))
+	}
+	conv := call(t, c, Request{Op: OpConverge, Converge: &Converge{Final: []int64{0}, FinalReactions: []int64{7}, TimeoutMS: 5000}}).Converge
+	if conv.Converged != 10 {
+		t.Fatalf("converged %d of %d; want 10 on 7 reactions (6 claps and a heart)", conv.Converged, conv.Total)
+	}
+	rep := call(t, c, Request{Op: OpReport, Report: &ReportRange{Lo: []int64{0}, Hi: []int64{0}}}).Report
+	if len(rep.Displays) != 1 || rep.Displays[0].Viewers != 10 || rep.Displays[0].Frames[5] != 10 {
+		t.Fatalf("displays %+v; want 10 viewers of node 0 with 5 frames each", rep.Displays)
+	}
+	if len(rep.Sampled) != 3 {
+		t.Fatalf("%d sampled viewers; want 3", len(rep.Sampled))
+	}
+	for _, s := range rep.Sampled {
+		if len(s.Frames) != 5 || s.Frames[0][1] != now || s.Frames[4][1] != now+4 || s.Frames[4][2] < now {
+			t.Fatalf("sampled frames %v; want the window's 5, versions %d..%d, arriving after them", s.Frames, now, now+4)
+		}
+	}
+	if st := call(t, c, Request{Op: OpStatus}).Status; st.Reactions != 60 || st.Malformed != 0 {
+		t.Fatalf("%d reactions events, %d malformed; want 60 and 0", st.Reactions, st.Malformed)
+	}
+	// A converge on other totals does not succeed.
+	if conv := call(t, c, Request{Op: OpConverge, Converge: &Converge{Final: []int64{0}, FinalReactions: []int64{8}, TimeoutMS: 50}}).Converge; conv.Converged != 0 {
+		t.Fatalf("converged %d on 8 reactions; want 0", conv.Converged)
+	}
+}
