@@ -27,16 +27,12 @@ type Subscriber interface {
 
 // Config tunes the engine.
 type Config struct {
-	Shards         int           // 0: GOMAXPROCS
-	FlushWindow    time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
-	MaxBatchFrames int           // frames of one post per batch before conflating to the newest; 0: 32
-	PostRate       float64       // max updates per second per post to viewers; 0: no fixed cap
-	// DisplayBudget is the frames a second one post may cost this node, all its viewers together,
-	// when PostRate sets no cap: a post with v viewers here is shown at most DisplayBudget / v
-	// times a second (newest value wins, the first update after a quiet spell at once), and never
-	// less often than DisplayMinRate. 0: every update (display.go).
-	DisplayBudget    float64
-	DisplayMinRate   float64
+	Shards           int           // 0: GOMAXPROCS
+	FlushWindow      time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
+	MaxBatchFrames   int           // frames of one post per batch before conflating to the newest; 0: 32
+	PostRate         float64       // max updates per second per post to viewers; 0: the display budget decides
+	DisplayBudget    float64       // frames a second one post may cost this node, all its viewers together; 0: every update (display.go)
+	DisplayMinRate   float64       // updates a second the display budget shows a post at least
 	Heartbeat        time.Duration // a viewer that heard nothing for this long gets its owed watching numbers, else ": ping"
 	StallTimeout     time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
 	UnsubscribeGrace time.Duration // delay between the last viewer leaving and UNSUBSCRIBE

@@ -5,14 +5,12 @@ import "sync/atomic"
 // Stats are the hub's counters, read by the metrics endpoint. Shards add to them once per loop
 // iteration, not once per viewer, so counting costs nothing on the hot path.
 type Stats struct {
-	Viewers    atomic.Int64 // connected viewers
-	Updates    atomic.Int64 // updates accepted by Publish
-	Stale      atomic.Int64 // updates dropped as older than what the hub had
-	FramesSent atomic.Int64 // frames handed to sockets in full
-	Conflated  atomic.Int64 // frames a viewer skipped because a newer one replaced them
-	// DisplayHeld is the part of Conflated the display rate made (display.go): updates its
-	// viewers were not shown because a newer one went out at the post's next slot.
-	DisplayHeld  atomic.Int64
+	Viewers      atomic.Int64 // connected viewers
+	Updates      atomic.Int64 // updates accepted by Publish
+	Stale        atomic.Int64 // updates dropped as older than what the hub had
+	FramesSent   atomic.Int64 // frames handed to sockets in full
+	Conflated    atomic.Int64 // frames a viewer skipped because a newer one replaced them
+	DisplayHeld  atomic.Int64 // the part of Conflated the display rate made (display.go, pace.go)
 	Writes       atomic.Int64 // write(2) calls
 	WriteErrors  atomic.Int64 // viewers dropped on a write error
 	Disconnects  atomic.Int64 // viewers gone (EOF, error, stall, drain)
