@@ -34,8 +34,9 @@ func (s *Search) Grow() string {
 
 func (s *Search) validate(c *Config) error {
 	switch {
-	case c.Rate <= 0:
-		return errors.New("--until-break needs --rate: an open loop's fixed update rate (a closed loop slows down with the writer)")
+	case c.Rate <= 0 && (c.React == nil || s.GrowRate):
+		return errors.New("--until-break needs --rate: an open loop's fixed update rate (a closed loop slows down with the writer; " +
+			"--react with --rate 0 grows the room at its ceiling)")
 	case s.Factor <= 1:
 		return errors.New("--grow-factor must be above 1")
 	case s.Precision <= 0 || s.Precision >= 1:
