@@ -28,7 +28,7 @@ func (s *shard) collect(p *Post) {
 		return
 	}
 	gap := s.displayGap(sp)
-	if gap > 0 && len(sp.members) >= pacedMin {
+	if s.paces(sp, gap) {
 		// A big room takes turns at the display rate (pace.go).
 		skipped := int64(newest.seq-seen-1) * int64(len(sp.members))
 		s.counts.conflated += skipped

@@ -2,10 +2,23 @@ package hub
 
 import "time"
 
-// pacedMin is the fewest viewers of a post on a shard for which its display rate is paced
+// pacedMin is the fewest viewers of a post on a shard for which its display may be paced
 // (written to its viewers in turn, spread over the display gap) rather than held and written to
 // all of them at once.
 const pacedMin = 256
+
+// paces reports whether sp, shown once per gap, is paced: when showing it to all its viewers at
+// once every gap would cost the node more than the display budget, which is when the budget
+// gives way to DisplayMinRate (a hall of 10,000) or a fixed POST_RATE_LIMIT asks more than it.
+// Within the budget a display goes to everyone at once: the first update after a quiet spell
+// reaches the whole room without waiting for turns.
+func (s *shard) paces(sp *shardPost, gap int64) bool {
+	if gap <= 0 || len(sp.members) < pacedMin || s.cfg.DisplayBudget <= 0 {
+		return false
+	}
+	framesPerSec := float64(len(sp.members)*s.cfg.Shards) * float64(time.Second) / float64(gap)
+	return framesPerSec > s.cfg.DisplayBudget*1.001 // not the budget's own gap, rounded to nanoseconds
+}
 
 // pacedWake is how often a shard with a paced post in progress wakes to write the next share.
 const pacedWake = int64(time.Millisecond)
