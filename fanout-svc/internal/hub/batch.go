@@ -28,11 +28,13 @@ func (s *shard) collect(p *Post) {
 		return
 	}
 	gap := s.displayGap(sp)
-	if s.paces(sp, gap) {
-		// A big room takes turns at the display rate (pace.go).
+	if gap > 0 && len(sp.members) >= pacedMin && (sp.pace.active || s.now < sp.nextAllowed) {
+		// A busy big room takes turns at the display rate (pace.go); the first update after a
+		// quiet spell went to all of it at once, below.
 		skipped := int64(newest.seq-seen-1) * int64(len(sp.members))
 		s.counts.conflated += skipped
 		s.counts.displayHeld += skipped
+		sp.nextAllowed = s.now + gap
 		s.pace(sp, newest)
 		return
 	}

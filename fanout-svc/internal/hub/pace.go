@@ -2,23 +2,10 @@ package hub
 
 import "time"
 
-// pacedMin is the fewest viewers of a post on a shard for which its display may be paced
-// (written to its viewers in turn, spread over the display gap) rather than held and written to
-// all of them at once.
+// pacedMin is the fewest viewers of a post on a shard for which a busy display is paced (written
+// to its viewers in turn, spread over the display gap) rather than held and written to all of
+// them at once.
 const pacedMin = 256
-
-// paces reports whether sp, shown once per gap, is paced: when showing it to all its viewers at
-// once every gap would cost the node more than the display budget, which is when the budget
-// gives way to DisplayMinRate (a hall of 10,000) or a fixed POST_RATE_LIMIT asks more than it.
-// Within the budget a display goes to everyone at once: the first update after a quiet spell
-// reaches the whole room without waiting for turns.
-func (s *shard) paces(sp *shardPost, gap int64) bool {
-	if gap <= 0 || len(sp.members) < pacedMin || s.cfg.DisplayBudget <= 0 {
-		return false
-	}
-	framesPerSec := float64(len(sp.members)*s.cfg.Shards) * float64(time.Second) / float64(gap)
-	return framesPerSec > s.cfg.DisplayBudget*1.001 // not the budget's own gap, rounded to nanoseconds
-}
 
 // pacedWake is how often a shard with a paced post in progress wakes to write the next share.
 const pacedWake = int64(time.Millisecond)
@@ -26,7 +13,10 @@ const pacedWake = int64(time.Millisecond)
 // pacing is a big room's viewers taking turns: the shard visits the post's viewers one after the
 // other, len(members) per display gap, and gives each the post's newest frame when it lacks it;
 // it stops once every viewer has the newest one (remaining reaches 0) and resumes at the next
-// frame where it stopped.
+// frame where it stopped. A room is paced while it is busy: from a frame that comes within a gap
+// of the last display until a gap passes without one. The first frame after a quiet spell goes
+// to the whole room at once (collect), which a few hundred viewers take in a few milliseconds
+// and which keeps a quiet room's latency at the write time, not half a gap.
 //
 // Held and written all at once, a frame to 10,000 viewers is 10,000 writes in a row: on this VM
 // about 170 ms in which the shard serves nothing else, the last viewer that much behind the first,
