@@ -277,12 +277,18 @@ func SplitReactions(b []byte) (post []byte, total, ts int64, err error) {
 	if rest, ok = bytes.CutPrefix(rest, []byte{'}'}); !ok {
 		return nil, 0, 0, ErrMalformed
 	}
-	if rest, ok = bytes.CutPrefix(rest, infixTS); !ok {
-		return nil, 0, 0, ErrMalformed
-	}
-	ts, rest, ok = parseInt(rest)
-	if !ok || len(rest) != 1 || rest[0] != '}' {
+	if ts, ok = parseTSEnd(rest); !ok {
 		return nil, 0, 0, ErrMalformed
 	}
 	return post, total, ts, nil
+}
+
+// parseTSEnd parses `,"ts":M}` exactly: the end of every event's data.
+func parseTSEnd(b []byte) (int64, bool) {
+	rest, ok := bytes.CutPrefix(b, infixTS)
+	if !ok {
+		return 0, false
+	}
+	ts, rest, ok := parseInt(rest)
+	return ts, ok && len(rest) == 1 && rest[0] == '}'
 }

@@ -69,11 +69,7 @@ func splitWatching(b []byte) (post []byte, n, ts int64, ok bool) {
 	if n, rest, ok = parseInt(rest); !ok {
 		return nil, 0, 0, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, infixTS); !ok {
-		return nil, 0, 0, false
-	}
-	ts, rest, ok = parseInt(rest)
-	if !ok || len(rest) != 1 || rest[0] != '}' {
+	if ts, ok = parseTSEnd(rest); !ok {
 		return nil, 0, 0, false
 	}
 	return post, n, ts, true

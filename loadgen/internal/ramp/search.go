@@ -94,7 +94,14 @@ func (r *Ramp) search(ctx context.Context, res *report.Result) error {
 		} else {
 			conns = int(math.Round(load))
 		}
-		label := fmt.Sprintf("step %d/%d (%d conns, %g likes/s)", step+1, s.MaxSteps, conns, rate)
+		offered := fmt.Sprintf("%g likes/s", rate)
+		if r.cfg.React != nil {
+			offered = "reactions at the ceiling"
+			if rate > 0 {
+				offered = fmt.Sprintf("%g reactions/s", rate)
+			}
+		}
+		label := fmt.Sprintf("step %d/%d (%d conns, %s)", step+1, s.MaxSteps, conns, offered)
 		began := time.Now()
 		ph, err := r.step(ctx, label, conns, rate)
 		if err != nil {
