@@ -40,7 +40,7 @@ type viewer struct {
 	// frames (count events) of the phase's window it received.
 	rx     atomic.Int64
 	frames atomic.Int64
-	sample atomic.Pointer[arrivals] // the phase's record of its reactions frames; nil: not sampled
+	sample atomic.Pointer[arrivals] // the phase's record of its frames; nil: not sampled
 
 	fd        int
 	deadline  time.Time // for the handshake
@@ -137,16 +137,18 @@ func (v *viewer) parse(data []byte) (post, slot int, count, ts int64, ok bool) {
 	return post, slot, count, ts, true
 }
 
-// reactions handles a reactions event: the post's counts per kind, whose sum the viewer keeps.
-// The frame's count event, just before it, was measured.
+// reactions handles a reactions event: the post's counts per kind, whose sum a single-post viewer
+// keeps (a feed viewer only counts it). The frame's count event, just before it, was measured.
 func (v *viewer) reactions(data []byte) {
 	_, total, _, err := update.SplitReactions(data)
-	if err != nil || len(v.last) != 1 {
+	if err != nil {
 		v.w.malformed.Add(1)
 		return
 	}
-	v.rx.Store(total)
 	v.w.reactions.Add(1)
+	if len(v.last) == 1 {
+		v.rx.Store(total)
+	}
 }
 
 // arrivals is a sampled viewer's frames, [count, ts, arrival] (ts and arrival in unix

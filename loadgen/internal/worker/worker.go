@@ -348,9 +348,8 @@ func (w *Worker) begin(b *Begin) (*BeginReply, error) {
 	}
 	w.phase.Store(newPhase(b))
 	rep := &BeginReply{Viewers: make([]int, w.posts)}
-	all := w.snapshot()
 	var measured []*viewer
-	for _, v := range all {
+	for _, v := range w.snapshot() {
 		open := v.state.Load() == stateOpen
 		v.inPhase.Store(open)
 		v.frames.Store(0)
