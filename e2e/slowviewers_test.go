@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,10 +16,16 @@ import (
 )
 
 // TestNeverReadingViewersCostNothing puts 1,000 viewers that never read (raw connections with a
-// tiny receive buffer that send the request and stop) among 2,000 normal ones. The normal
-// viewers' p99 delivery latency (receipt minus the update's ts) must stay within 1.2x of the same
-// run without them, and the node's resident memory must stay bounded: a stalled viewer costs at
-// most one pending write, never a queue.
+// tiny receive buffer that send the request and stop) among 2,000 normal ones. Once their sockets
+// are full the node must make no write(2) for them (its writes per update stay those of the run
+// without them: a node that retried them would make half as many again), every update must reach
+// every normal viewer, and the node's resident memory must stay bounded: a stalled viewer costs
+// at most one pending write, never a queue.
+//
+// What that buys in latency is a benchmark's to judge, not CI's: two runs without stalled viewers
+// on this 2-core machine, with other packages' tests beside them, gave p99 52.8 and 36.7 ms, more
+// apart than the 1.2x being judged. With LIKES_BENCH_STALLED=1 (run alone, see RELIABILITY.md) the
+// normal viewers' p99 must also stay within 1.2x of the mean of the runs without them.
 func TestNeverReadingViewersCostNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3,000 viewers; not in -short")
@@ -43,7 +50,10 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	crowd := StartCrowd(t, []string{node.Addr}, post, normal, 2*time.Minute)
 	crowd.WaitCount(t, 20*time.Second, 1)
 
-	measure := func(phase, users string) time.Duration {
+	// measure runs a phase of likes and returns the normal viewers' p99 and the node's write(2)
+	// calls per update it fanned out.
+	measure := func(phase, users string) (time.Duration, float64) {
+		writes, updates := node.Metric(t, "likes_fanout_writes_total"), node.Metric(t, "likes_fanout_updates_total")
 		crowd.Measure(t, true)
 		flow := clienttest.StartLikeFlow(t, writer.URL, post, users, likeEvery)
 		poll.Until(t, 90*time.Second, phase+" likes", func() bool { return flow.Sent() >= likesPerPhase })
@@ -55,15 +65,18 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 		crowd.Measure(t, false)
 		s := crowd.Status(t)
 		p99 := time.Duration(s.P99us) * time.Microsecond
-		t.Logf("%s: %d events, p50 %dµs p99 %dµs p99.9 %dµs", phase, s.Samples, s.P50us, s.P99us, s.P999us)
+		perUpdate := (node.Metric(t, "likes_fanout_writes_total") - writes) /
+			max(1, node.Metric(t, "likes_fanout_updates_total")-updates)
+		t.Logf("%s: %d events, p50 %dµs p99 %dµs p99.9 %dµs, %.0f writes per update",
+			phase, s.Samples, s.P50us, s.P99us, s.P999us, perUpdate)
 		if s.Samples < 10*normal {
 			t.Fatalf("%s: %d latency samples; want at least 10 per viewer", phase, s.Samples)
 		}
-		return p99
+		return p99, perUpdate
 	}
 
 	measure("warmup", "warmup")
-	before := measure("baseline", "baseline")
+	before, writesBefore := measure("baseline", "baseline")
 	rssBefore := node.Metric(t, "process_resident_memory_bytes")
 
 	// The stalled viewers follow the measured post and 63 filler posts that nobody else follows:
@@ -86,7 +99,7 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 	t.Logf("stalled viewers' sockets full after %d more likes", fills)
 	conflated = node.Metric(t, "likes_fanout_events_conflated_total")
 	crowd.WaitCount(t, 20*time.Second, clienttest.CountOf(t, writer.URL, post))
-	withStalled := measure("with 1,000 stalled", "stalled")
+	withStalled, writesWith := measure("with 1,000 stalled", "stalled")
 	rssAfter := node.Metric(t, "process_resident_memory_bytes")
 	if got := node.Metric(t, "likes_fanout_events_conflated_total"); got <= conflated {
 		t.Errorf("conflated events: got %v; want more than %v (the stalled viewers' sockets never filled)", got, conflated)
@@ -100,9 +113,15 @@ func TestNeverReadingViewersCostNothing(t *testing.T) {
 		_ = c.Close()
 	}
 	poll.Until(t, 20*time.Second, "the stalled viewers to go", func() bool { return node.Metric(t, "likes_fanout_viewers") == normal })
-	after := measure("baseline again", "again")
+	after, writesAfter := measure("baseline again", "again")
+	// Heartbeats and the odd split write make a few more; retrying the stalled viewers would make
+	// 1,000 more per update.
+	if limit := max(writesBefore, writesAfter) * 1.05; writesWith > limit {
+		t.Errorf("writes per update with 1,000 stalled viewers %.0f; want at most %.0f (1.05 x the most without them): the node writes to full sockets",
+			writesWith, limit)
+	}
 	baseline := (before + after) / 2
-	if limit := baseline * 12 / 10; withStalled > limit {
+	if limit := baseline * 12 / 10; os.Getenv("LIKES_BENCH_STALLED") == "1" && withStalled > limit {
 		t.Errorf("p99 with 1,000 stalled viewers %v; want at most 1.2 x %v (mean of the runs without them) = %v", withStalled, baseline, limit)
 	}
 	const perStalled = 64 << 10
