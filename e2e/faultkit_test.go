@@ -28,6 +28,17 @@ func (p *Proc) Signal(t testing.TB, sig syscall.Signal) {
 	}
 }
 
+// PID is the running process's id, for a command outside the test that signals it.
+func (p *Proc) PID(t testing.TB) int {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		t.Fatalf("%s is not running", p.Name)
+	}
+	return p.cmd.Process.Pid
+}
+
 // Exited reports whether the process has exited (or was stopped by the test).
 func (p *Proc) Exited() bool {
 	p.mu.Lock()

@@ -40,6 +40,7 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		search                 ramp.Search
 		react                  bool
 		reactCfg               ramp.React
+		storm                  ramp.Storm
 	)
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	set := envflag.New("loadgen ramp", getenv, stderr)
@@ -81,6 +82,10 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	set.Int(&cfg.LatencySample, "latency-sample", "LOADGEN_LATENCY_SAMPLE", 50,
 		"viewers that keep the arrival of every frame: a reactions phase, or one whose nodes' display rate held frames back, measures on them "+
 			"the latency from each acknowledgement to the first frame that includes it")
+	set.String(&storm.Command, "kill-cmd", "LOADGEN_KILL_CMD", "",
+		"a node's loss: this shell command (sh -c), which should kill a node, runs --kill-after into the first phase's window; "+
+			"every viewer whose stream then ends reconnects at once to another node, as a load balancer would send it, and the phase reports the storm")
+	set.Duration(&storm.After, "kill-after", "LOADGEN_KILL_AFTER", 5*time.Second, "with --kill-cmd: when, into the first phase's window, it runs")
 	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
 	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
 	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")
@@ -122,6 +127,9 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if react {
 		cfg.React = &reactCfg
+	}
+	if storm.Command != "" {
+		cfg.Storm = &storm
 	}
 	if cfg.Sources, err = expandSources(sources); err != nil {
 		return cfg, out, err

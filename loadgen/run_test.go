@@ -64,7 +64,14 @@ func TestLoadConfig(t *testing.T) {
 		cfg.React.Audience != 300 || !strings.Contains(cfg.Mode(), "ceiling") || cfg.LatencySample != 50 {
 		t.Fatalf("--react: %+v, mode %q, %v; want kinds clap,wow every 2s by 300 people at the ceiling", cfg.React, cfg.Mode(), err)
 	}
+	// A node's loss: the command runs --kill-after into the window.
+	cfg, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--kill-cmd", "kill -9 1", "--kill-after", "2s"}, getenv, &stderr)
+	if err != nil || cfg.Storm == nil || cfg.Storm.Command != "kill -9 1" || cfg.Storm.After != 2*time.Second {
+		t.Fatalf("--kill-cmd: %+v, %v; want kill -9 1 after 2s", cfg.Storm, err)
+	}
 	for _, bad := range [][]string{
+		{"--kill-cmd", "true", "--kill-after", "30s"}, // the window is 30 s
+		{"--kill-cmd", "true", "--kill-after", "-1s"},
 		{"--react", "--feed", "2"},
 		{"--react", "--react-kinds", ""},
 		{"--react", "--react-interval", "0s"},

@@ -45,6 +45,8 @@ type Config struct {
 	LatencySample int
 	// React makes the load an audience reacting instead of fresh users liking; nil: likes.
 	React *React
+	// Storm loses a node in the first phase's window; nil: none.
+	Storm *Storm
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
 	Search      *Search // --until-break; nil: one phase per Conns
@@ -64,6 +66,13 @@ type React struct {
 	// Audience is the people reacting; 0: as many as the phase's viewers (everyone in the room
 	// reacts).
 	Audience int
+}
+
+// Storm is a node's loss (--kill-cmd): Command (run by sh -c) kills a node After into the first
+// phase's window, and every viewer whose stream ends reconnects at once to another node.
+type Storm struct {
+	Command string
+	After   time.Duration
 }
 
 // people returns the audience of a phase of conns viewers.
@@ -122,6 +131,9 @@ func (c *Config) Validate() error {
 			"or use --identity header (LOADGEN_IDENTITY=header) against writers run with TRUST_USER_HEADER=true")
 	case c.Identity == IdentitySession && (c.SessionKeyRotate < time.Second || c.SessionKeyRotate%time.Second != 0):
 		return errors.New("--session-key-rotate must be whole seconds, at least 1s (the deployment's SESSION_KEY_ROTATE)")
+	}
+	if st := c.Storm; st != nil && (st.After < 0 || st.After >= c.Window) {
+		return errors.New("--kill-after must lie within --window")
 	}
 	if x := c.React; x != nil {
 		switch {

@@ -124,6 +124,18 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	r.load.Recorder().SetWindow(win)
 	stopWrites := r.startWrites(ctx, rate)
 	defer stopWrites()
+	var storm *stormRun
+	if r.cfg.Storm != nil {
+		sctx, cancel := context.WithCancel(ctx)
+		if storm = r.startStorm(sctx, t0.Add(r.cfg.Storm.After)); storm != nil {
+			defer func() { // a phase that ends early stops the kill still waiting for its time
+				cancel()
+				_ = storm.wait()
+			}()
+		} else {
+			cancel()
+		}
+	}
 
 	if err := r.watch(ctx, label+" warmup", t0); err != nil {
 		return ph, err
@@ -145,6 +157,11 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 		return ph, err
 	}
 	stopWrites()
+	if storm != nil {
+		if err := storm.wait(); err != nil {
+			return ph, err
+		}
+	}
 	r.progress.update("%s: writes stopped, checking convergence", label)
 
 	final, err := r.counts(ctx)
@@ -170,6 +187,9 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 		return ph, err
 	}
 	r.fill(&ph, figures{viewers: viewers, idle: idle, s0: s0, s1: s1, win: win, conv: conv, reps: reps, before: st, end: end})
+	if storm != nil {
+		r.fillStorm(&ph, st, end)
+	}
 	return ph, nil
 }
 

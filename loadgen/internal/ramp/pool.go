@@ -27,6 +27,7 @@ func newPool(cfg *Config, posts []string, stderr io.Writer) *pool {
 		Feed:          cfg.Feed,
 		ReadBuffer:    cfg.ReadBuffer,
 		DialTimeoutMS: int(cfg.ConnectTimeout.Milliseconds()),
+		Reconnect:     cfg.Storm != nil,
 	}}
 }
 
@@ -127,6 +128,12 @@ func (p *pool) status() (worker.Status, error) {
 		total.Watching += s.Watching
 		total.Malformed += s.Malformed
 		total.CPUMicros += s.CPUMicros
+		total.Moved += s.Moved
+		total.MovedOpen += s.MovedOpen
+		if s.MovedFirstUS > 0 && (total.MovedFirstUS == 0 || s.MovedFirstUS < total.MovedFirstUS) {
+			total.MovedFirstUS = s.MovedFirstUS
+		}
+		total.MovedCurrentUS = max(total.MovedCurrentUS, s.MovedCurrentUS)
 		for k, n := range s.Errors {
 			total.Errors[k] += n
 		}

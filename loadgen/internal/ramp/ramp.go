@@ -38,6 +38,7 @@ type Ramp struct {
 	// the nodes' health checks): a phase's Redis CPU per like leaves it out, or at a few hundred
 	// likes a second it would be most of the figure.
 	redisIdle float64
+	stormed   bool // the node loss (cfg.Storm) has been started
 }
 
 // Run executes the ramp phase by phase. It returns the phases completed so far even when it stops

@@ -128,6 +128,8 @@ type Phase struct {
 
 	// Reactions are a reactions phase's own figures (loadgen ramp --react); nil for likes.
 	Reactions *Reactions `json:"reactions,omitempty"`
+	// Storm is the node loss of the phase (loadgen ramp --kill-cmd); nil without one.
+	Storm *Storm `json:"storm,omitempty"`
 
 	// Broke is what of the objective the phase broke (empty: it met the objective).
 	Broke []string `json:"slo_broken"`
@@ -135,6 +137,22 @@ type Phase struct {
 	Nodes []Node   `json:"nodes"`
 	Posts []Post   `json:"posts"`
 	Notes []string `json:"notes"`
+}
+
+// Storm is what a node's loss in the phase's window cost (--kill-cmd): its viewers reconnect at
+// once to the other nodes. The phase's latency is that of the viewers who stayed; its delivery
+// counts the moved viewers' frames, so what they missed while moving shows as lost.
+type Storm struct {
+	Command string `json:"command"`
+	AfterMs int64  `json:"after_ms"` // into the window
+	Moved   int    `json:"moved"`    // viewers whose stream ended and who reconnected
+	// Admitted of them by the other nodes (200); Refused (503) and Failed did not get back.
+	Admitted int `json:"admitted"`
+	Refused  int `json:"refused"`
+	Failed   int `json:"failed"`
+	// CurrentMs runs from the first moved stream's end to the last admitted viewer's first
+	// count (the node's snapshot, the newest): until every moved viewer was current.
+	CurrentMs Float `json:"current_ms"`
 }
 
 // Reactions are what a reactions phase measured. In such a phase the like figures are the

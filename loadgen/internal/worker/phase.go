@@ -27,12 +27,12 @@ func newPhase(b *Begin) *phase {
 	return ph
 }
 
-// record counts one delivered event of post, received at nowUS.
-func (ph *phase) record(post, shard int, count, ts, nowUS int64) {
+// record counts one delivered event of post, received at nowUS; timed adds its latency.
+func (ph *phase) record(post, shard int, count, ts, nowUS int64, timed bool) {
 	if post < len(ph.tallies) {
 		ph.tallies[post].Add(count)
 	}
-	if ts >= ph.startUS && ts < ph.endUS {
+	if timed && ts >= ph.startUS && ts < ph.endUS {
 		ph.latency[shard].Record(nowUS - ts)
 	}
 }

@@ -36,6 +36,10 @@ type Init struct {
 	Feed          int      `json:"feed,omitempty"` // posts per stream; 0 or 1: one post, /sse/{post}
 	ReadBuffer    int      `json:"read_buffer"`
 	DialTimeoutMS int      `json:"dial_timeout_ms"`
+	// Reconnect makes an open viewer whose stream ends (its node died) reconnect at once, once,
+	// to another node, as a load balancer sends a lost node's viewers to the others: a node
+	// loss's reconnect storm (Status.Moved*).
+	Reconnect bool `json:"reconnect,omitempty"`
 }
 
 // Connect asks for viewers with global indexes First .. First+Count-1, started at Rate per second
@@ -99,6 +103,15 @@ type Status struct {
 	AtUS       int64          `json:"at_us"`
 	Errors     map[string]int `json:"errors,omitempty"`
 	NoFileSoft uint64         `json:"nofile_soft"`
+	// With Init.Reconnect: viewers whose stream ended and who reconnected elsewhere (not counted
+	// in Dropped), how many of them the other nodes admitted (a head that said 200; a refusal
+	// counts in Refused, a failure in Failed), and, in unix microseconds, when the first stream
+	// ended and when the last of the admitted got its first count (the newest, from the node's
+	// snapshot): the storm's length.
+	Moved          int   `json:"moved,omitempty"`
+	MovedOpen      int   `json:"moved_open,omitempty"`
+	MovedFirstUS   int64 `json:"moved_first_us,omitempty"`
+	MovedCurrentUS int64 `json:"moved_current_us,omitempty"`
 }
 
 // BeginReply gives the viewers of each post that the phase measures (those open at Begin); a

@@ -25,9 +25,14 @@ const (
 // viewer is one SSE connection. Once registered with its loop, only the loop's goroutine touches
 // fd, requested, stream and nowUS; other goroutines read the atomics.
 type viewer struct {
-	w      *Worker
-	post   int // its (first) post
-	node   int // index of its fanout node
+	w     *Worker
+	index int // its global index
+	post  int // its (first) post
+	node  int // index of its fanout node
+	// moved: it replaced a viewer whose stream ended (Init.Reconnect). Its frames count as
+	// deliveries but not in the latency histogram: the phase's latency is that of the viewers
+	// who stayed, and the move's length is reported on its own.
+	moved  bool
 	shard  int
 	target target
 	source netip.Addr
@@ -45,6 +50,7 @@ type viewer struct {
 	fd        int
 	deadline  time.Time // for the handshake
 	requested bool      // the request was sent
+	seenCount bool      // a count event came (read by the loop only)
 	stream    sseclient.Stream
 	nowUS     int64
 	emitFn    func(*sse.Event) // v.emit, bound once so Feed does not allocate a closure per read
@@ -68,7 +74,11 @@ func (v *viewer) ended(err error) {
 	var se *sseclient.StatusError
 	switch {
 	case v.state.Load() == stateOpen:
-		if !v.w.closing.Load() {
+		switch {
+		case v.w.closing.Load():
+		case v.w.reconnect && !v.moved:
+			v.w.move(v)
+		default:
 			v.w.dropped(v, reason(err))
 		}
 	case errors.As(err, &se) && se.Code == 503:
@@ -104,10 +114,17 @@ func (v *viewer) emit(e *sse.Event) {
 		v.w.malformed.Add(1)
 		return
 	}
+	// A moved viewer starts from the count its stream showed before the move: the snapshot its
+	// new node sends first repeats it when nothing came meanwhile, and is no new delivery.
+	seen := v.moved && count <= v.last[slot].Load()
 	v.last[slot].Store(count)
 	v.w.events.Add(1)
-	if ph := v.w.phase.Load(); ph != nil && v.inPhase.Load() {
-		ph.record(post, v.shard, count, ts, v.nowUS)
+	if v.moved && !v.seenCount {
+		v.seenCount = true
+		v.w.movedCurrent(v.nowUS)
+	}
+	if ph := v.w.phase.Load(); ph != nil && v.inPhase.Load() && !seen {
+		ph.record(post, v.shard, count, ts, v.nowUS, !v.moved)
 		if ts >= ph.startUS && ts < ph.endUS {
 			v.frames.Add(1)
 		}

@@ -49,13 +49,16 @@ type Worker struct {
 	closing                                           atomic.Bool
 	phase                                             atomic.Pointer[phase]
 
+	reconnect bool   // Init.Reconnect
+	moves     *moves // the reconnect storm's queue and counters
+
 	connectors sync.WaitGroup // connector goroutines
 }
 
 // Serve reads requests from in and writes replies to out until a quit request, the end of in, or
 // ctx is done; then it closes every viewer and waits for their goroutines.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := &Worker{reasons: map[string]int{}, handshakes: make(chan struct{}, maxHandshakes)}
+	w := &Worker{reasons: map[string]int{}, handshakes: make(chan struct{}, maxHandshakes), moves: newMoves()}
 	ctx, cancel := context.WithCancel(ctx)
 	defer w.shutdown()
 	defer cancel()
@@ -162,7 +165,7 @@ func (w *Worker) init(ctx context.Context, in *Init) error {
 		bufSize = readBufferDefault
 	}
 	bufSize = max(bufSize, 16)
-	w.targets, w.posts = targets, len(in.Posts)
+	w.targets, w.posts, w.reconnect = targets, len(in.Posts), in.Reconnect
 	for range runtime.GOMAXPROCS(0) {
 		l, err := newLoop(w, int(maxFD), bufSize, timeout)
 		if err != nil {
@@ -170,6 +173,13 @@ func (w *Worker) init(ctx context.Context, in *Init) error {
 		}
 		w.loops = append(w.loops, l)
 		go l.run() // exits when shutdown stops it
+	}
+	if w.reconnect {
+		w.connectors.Add(1)
+		go func() { // exits when shutdown closes the moves' stop
+			defer w.connectors.Done()
+			w.moves.run(w)
+		}()
 	}
 	return nil
 }
@@ -236,11 +246,17 @@ func (w *Worker) start(v *viewer) {
 	}
 }
 
+// newViewer returns viewer index on its node: (index / posts) mod nodes.
 func (w *Worker) newViewer(index int) *viewer {
+	return w.newViewerAt(index, (index/w.posts)%len(w.targets))
+}
+
+// newViewerAt returns viewer index, of post index mod posts, on node.
+func (w *Worker) newViewerAt(index, node int) *viewer {
 	post := index % w.posts
-	node := (index / w.posts) % len(w.targets)
 	v := &viewer{
 		w:      w,
+		index:  index,
 		post:   post,
 		node:   node,
 		shard:  index % latencyShards,
@@ -271,6 +287,9 @@ func (w *Worker) opened(v *viewer) {
 		<-w.handshakes
 		w.pending.Add(-1)
 		w.open.Add(1)
+		if v.moved {
+			w.moves.open.Add(1)
+		}
 	}
 }
 
@@ -317,6 +336,11 @@ func (w *Worker) status() *Status {
 		Malformed: w.malformed.Load(),
 		CPUMicros: procstat.CPU().Microseconds(),
 		AtUS:      time.Now().UnixMicro(),
+
+		Moved:          int(w.moves.n.Load()),
+		MovedOpen:      int(w.moves.open.Load()),
+		MovedFirstUS:   w.moves.first.Load(),
+		MovedCurrentUS: w.moves.latest.Load(),
 	}
 	st.NoFileSoft, _ = procstat.NoFile()
 	w.mu.Lock()
@@ -464,6 +488,7 @@ func (w *Worker) displays() ([]Display, []Sampled) {
 func (w *Worker) shutdown() {
 	w.closing.Store(true)
 	w.abandon()
+	close(w.moves.stop)
 	w.connectors.Wait()
 	for _, l := range w.loops {
 		l.shutdown()
