@@ -19,6 +19,15 @@
 # CPU 0, its bridge and exporter on CPU 1 with the generator), with the same flags and churn.
 # Nchan has no watching: its rows run once per rate, with watching "-".
 #
+# STORM=1 (issue 21 §2) runs node-loss rounds instead: fanout-svc at watching 2s, RATES' first
+# rate, and KILL_AFTER (2s) into a WINDOW of 10s `kill -9` of the last node (so the stayers'
+# p99 is mostly the storm's); its viewers reconnect at
+# once to the others (loadgen ramp --kill-cmd). CONNS defaults to 96,000 then (16,000 a node):
+# at 100,000 the five survivors would need 20,000 viewers each, above the MAX_CONNS (19,744) that
+# a 20,000 open-file cap leaves, so ~1,280 would be refused however fast the nodes are. One line
+# per round: viewers moved, admitted, refused, failed, ms until every moved viewer was current,
+# delivery, the stayers' p99, the nodes' CPU.
+#
 # Usage: scripts/hundredk.sh                    e.g. RUNS=1 RATES=2 scripts/alone.sh scripts/hundredk.sh
 # Environment (defaults): RUNS (3), RATES (2,5), CONNS (100000), POSTS (10), NODES (6), CHURN (1000),
 # CHURN_HOLD (1s), WINDOW (20s), SETTINGS ("2s 0": the WATCHING_INTERVAL values), TARGETS ("fanout
@@ -35,7 +44,9 @@ export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 RATES=${RATES:-2,5}
-CONNS=${CONNS:-100000}
+STORM=${STORM:-0}
+KILL_AFTER=${KILL_AFTER:-2s}
+if [[ $STORM == 1 ]]; then CONNS=${CONNS:-96000} WINDOW=${WINDOW:-10s}; else CONNS=${CONNS:-100000}; fi
 POSTS=${POSTS:-10}
 NODES=${NODES:-6}
 CHURN=${CHURN:-1000}
@@ -106,6 +117,35 @@ ramp() {
         ($col["events_per_node_cpu_sec"] > 0 ? sprintf("%.2f", 1e6 / $col["events_per_node_cpu_sec"]) : "-") }
   ' "$dir/ramp.csv"
 }
+
+# storm RATE RUN: one node-loss round (STORM=1); prints its line.
+storm() {
+  local tag="storm-r$1-n$2" dir prefix churn_pid="" victim=$((NODES - 1))
+  dir="$OUT/$tag"
+  prefix="hk$(date +%s)$2"
+  mkdir -p "$dir"
+  rm -f "$dir"/fanout-*.pid
+  if [[ $CHURN != 0 ]]; then
+    churn "$prefix-" "$dir/churn.log" "${fanout_nodes[@]}" &
+    churn_pid=$!
+  fi
+  WATCHING_INTERVAL=2s FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="$prefix" \
+    LOADGEN_SOURCES=${LOADGEN_SOURCES:-127.0.0.2-127.0.0.250} LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000} \
+    scripts/ramp.sh --conns "$CONNS" --posts "$POSTS" --rate "$1" --warmup 3s --window "$WINDOW" \
+    --kill-cmd "kill -9 \$(cat $dir/fanout-$victim.pid)" --kill-after "$KILL_AFTER" --json \
+    >"$dir/ramp.json" 2>"$dir/ramp.log" || { echo "hundredk: storm $tag failed, see $dir/ramp.log" >&2; [[ -n $churn_pid ]] && kill "$churn_pid"; exit 1; }
+  [[ -n $churn_pid ]] && { kill "$churn_pid" 2>/dev/null || true; wait "$churn_pid" 2>/dev/null || true; }
+  jq -r --arg tag "storm 2s $1 $2" '.phases[0] | [$tag, .conns_open, .storm.moved, .storm.admitted, .storm.refused,
+      .storm.failed, (.storm.current_ms // "-"), .delivery_pct, .latency_p99_ms, (.nodes_cpu_pct // "-")] | map(tostring) | join(" ")' "$dir/ramp.json"
+}
+
+if [[ $STORM == 1 ]]; then
+  command -v jq >/dev/null || { echo "hundredk: STORM=1 reads the ramp's JSON with jq: apt-get install -y jq" >&2; exit 1; }
+  echo "target watching rate run open moved admitted refused failed current-ms deliv% stayers-p99-ms nodes-cpu%"
+  rate=${RATES%%,*}
+  for run in $(seq "$RUNS"); do storm "$rate" "$run" | tee -a "$OUT/storm.txt"; done
+  exit 0
+fi
 
 header="target watching rate run open connect-ms connect-node-cpu-us idle-kib/conn events/s deliv% p99-ms nodes-cpu% cpu-us/event"
 echo "$header"

@@ -15,7 +15,7 @@
 # Environment (defaults): FANOUT_NODES (4), FANOUT_CPUS (0), GEN_CPUS (1), RAMP_PORT_BASE (27000:
 # redis +379, writer +80, fanout +90..), BIN (bin), FANOUT_BIN (the node's binary, default
 # $BIN/fanout-svc; the floor server of docs/BENCHMARKS.md runs in its place), RAMP_DIR (.run/ramp:
-# logs and reports), and any
+# logs, reports, and fanout-N.pid: node N's process id, for a --kill-cmd), and any
 # LOADGEN_* variable (see `loadgen ramp --help`) or fanout-svc variable (FLUSH_WINDOW,
 # POST_RATE_LIMIT, MAX_CONNS, ...), which are passed through.
 # RAMP_TARGET (fanout): nchan runs Nchan in place of the fanout-svc nodes (docs/BENCHMARKS.md,
@@ -138,6 +138,7 @@ else
     LISTEN_ADDR=127.0.0.1:$port REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} DRAIN_WINDOW=${DRAIN_WINDOW:-1s} \
       "${pins_fanout[@]}" "${FANOUT_BIN:-$BIN/fanout-svc}" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
     pids+=($!)
+    echo $! >"$RAMP_DIR/fanout-$i.pid" # taskset execs the node: for a --kill-cmd
     fanout_urls+=("http://127.0.0.1:$port")
   done
   wait_http "http://127.0.0.1:$WRITER_PORT/healthz" writer-svc

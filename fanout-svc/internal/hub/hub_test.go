@@ -149,6 +149,29 @@ func TestHeartbeat(t *testing.T) {
 	poll.Until(t, 10*time.Second, "two pings", func() bool { _, _, p, _ := r.snapshot(); return p >= 2 })
 }
 
+// TestNoPingForAViewerThatGotAFrame: a heartbeat is for a stream that has been silent for the
+// interval. A viewer whose post updates more often than that gets no ping (at 100,000 viewers
+// and 15 s, pings to everyone would be 6,700 writes a second), while one on a quiet post gets
+// its pings.
+func TestNoPingForAViewerThatGotAFrame(t *testing.T) {
+	const hb = time.Second
+	h, _ := newTestHub(t, Config{Heartbeat: hb})
+	_, busy := addViewer(t, h, false, "busy")
+	_, quiet := addViewer(t, h, false, "quiet")
+	rb, rq := startReader(t, busy), startReader(t, quiet)
+	var n int64
+	poll.Until(t, 20*time.Second, "two pings to the quiet viewer", func() bool {
+		n++
+		h.Publish(upd("busy", n)) // every poll, at most 20 ms apart: well within the interval
+		_, _, p, _ := rq.snapshot()
+		return p >= 2
+	})
+	poll.Until(t, 10*time.Second, "the busy viewer at the newest count", func() bool { u, _ := rb.last("busy"); return u.Count == n })
+	if _, _, pings, _ := rb.snapshot(); pings != 0 {
+		t.Errorf("the busy viewer got %d pings in %d updates; want none: it heard from the node within every interval", pings, n)
+	}
+}
+
 // stalledViewer returns a viewer whose client never reads and whose buffers are tiny, so its
 // socket fills after a few frames.
 func stalledViewer(t *testing.T, h *Hub, post string) net.Conn {
