@@ -6,12 +6,17 @@
 # per viewer per second and the heartbeats the node wrote a second (a ping each HEARTBEAT_INTERVAL
 # of silence; a viewer that got any frame within the interval gets none).
 #
+# CHURN (0) streams a second, each held 1 s, join and leave the same posts during the second
+# measurement (scripts/watching-cost.sh sets it): what the watching numbers cost a node with
+# churn is then a run with WATCHING_INTERVAL=2s minus one with 0.
+#
 # Usage: scripts/alone.sh scripts/idle.sh
-# Environment (defaults): VIEWERS (18000), SECONDS_IDLE (60), POSTS (10), HEARTBEAT_INTERVAL
+# Environment (defaults): VIEWERS (18000), CHURN (0), SECONDS_IDLE (60), POSTS (10), HEARTBEAT_INTERVAL
 # (15s), BIN (bin), IDLE_DIR (.run/idle), IDLE_PORT_BASE (28000: redis +379, fanout +90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VIEWERS=${VIEWERS:-18000}
+CHURN=${CHURN:-0}
 SECONDS_IDLE=${SECONDS_IDLE:-60}
 POSTS=${POSTS:-10}
 BIN=${BIN:-bin}
@@ -48,15 +53,22 @@ read -r cpu_none _ < <(cpu_over)
 # 18,000 connect in time); the figures are per viewer connected, so fewer change nothing.
 rate=1000
 opening=$(awk -v v="$VIEWERS" -v r="$rate" 'BEGIN { printf "%.0f", v / r }')
+prefix="idle$(date +%s)-"
 taskset -c 1 "$BIN/loadgen" churn --fanout "$url" --rate "$rate" --duration "${opening}s" \
-  --hold "$((opening + SECONDS_IDLE * 2 + 60))s" --posts "$POSTS" --post-prefix "idle$(date +%s)-" >"$LOG_DIR/churn.log" 2>&1 &
+  --hold "$((opening + SECONDS_IDLE * 2 + 60))s" --posts "$POSTS" --post-prefix "$prefix" >"$LOG_DIR/churn.log" 2>&1 &
 pids+=($!)
 sleep "$((opening + 5))"
 viewers=$(metric likes_fanout_viewers)
 ((viewers * 2 >= VIEWERS)) || { echo "idle: only $viewers of $VIEWERS viewers connected; log: $LOG_DIR/churn.log" >&2; exit 1; }
+if ((CHURN > 0)); then # as many viewers joining and leaving the same posts a second, each held 1 s
+  taskset -c 1 "$BIN/loadgen" churn --fanout "$url" --rate "$CHURN" --duration "$((SECONDS_IDLE + 30))s" \
+    --hold 1s --posts "$POSTS" --post-prefix "$prefix" >"$LOG_DIR/churn-live.log" 2>&1 &
+  pids+=($!)
+fi
 sleep 5 # past the connects' own work (first frames, the watching numbers' last change)
 read -r cpu_idle beats < <(cpu_over)
 awk -v none="$cpu_none" -v idle="$cpu_idle" -v v="$viewers" -v s="$SECONDS_IDLE" -v b="$beats" 'BEGIN {
   printf "node CPU over %d s: %.3f s with no viewer, %.3f s with %d idle viewers\n", s, none, idle, v
   printf "idle cost: %.3f us per viewer per second (%.2f%% of a core); %.0f heartbeats/s (%.3f per viewer per second)\n",
-    (idle - none) * 1e6 / (v * s), (idle - none) / s * 100, b / s, b / s / v }'
+    (idle - none) * 1e6 / (v * s), (idle - none) / s * 100, b / s, b / s / v
+  printf "result: viewers %d cpu_pct %.3f none_pct %.3f\n", v, idle / s * 100, none / s * 100 }'
