@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/pkg/serve"
@@ -23,16 +26,27 @@ import (
 //     sends no keep-alive probe while data is in flight, so a dead viewer is found by its writes
 //     (a reset, or the stall timeout) either way; an idle keep-alive HTTP client is closed by the
 //     server's IdleTimeout, and a slow request head by ReadHeaderTimeout.
+//   - Accept is deferred until the client has sent something (TCP_DEFER_ACCEPT, as nginx's
+//     `deferred`), for up to the ReadHeaderTimeout: the request head comes with the connection,
+//     so the shard that accepts it reads it at once and never watches the socket for it, and a
+//     client that connects and sends nothing costs no descriptor meanwhile.
 func listen(o serve.Options, sendBuffer int) (net.Listener, error) {
 	lc := net.ListenConfig{KeepAlive: -1}
-	if sendBuffer > 0 {
-		lc.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			if err := c.Control(func(fd uintptr) { serr = epoll.SetSendBuffer(int(fd), sendBuffer) }); err != nil {
-				return err
+	deferSecs := max(1, int((o.ReadHeaderTimeout+time.Second-1)/time.Second))
+	lc.Control = func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if sendBuffer > 0 {
+				serr = epoll.SetSendBuffer(int(fd), sendBuffer)
 			}
-			return serr
+			if serr == nil {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, deferSecs)
+			}
+		})
+		if err != nil {
+			return err
 		}
+		return serr
 	}
 	ln, err := lc.Listen(context.Background(), "tcp", o.Listen)
 	if err != nil {

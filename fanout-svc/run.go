@@ -126,7 +126,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	ln := fastListen(inner, cfg.Serve, streams, guard, metrics, log.Named("fast"))
+	ln, err := fastListen(inner, h, cfg.Serve, streams, guard, metrics, log.Named("fast"))
+	if err != nil {
+		return err
+	}
 	srv := serve.NewServer(cfg.Serve, router, log)
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("shards", h.Shards()),
 		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),

@@ -53,6 +53,13 @@ func (p *Poller) Add(fd int) error {
 	return unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: socketEvents, Fd: int32(fd)})
 }
 
+// AddListener watches a listening socket for connections waiting to be accepted: level-triggered,
+// so a loop that accepts only some of them is told again, and exclusive, so that of the loops
+// watching one socket a connection wakes one (EPOLLEXCLUSIVE), not all of them.
+func (p *Poller) AddListener(fd int) error {
+	return unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(fd)})
+}
+
 // Remove stops watching a socket.
 func (p *Poller) Remove(fd int) {
 	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil)

@@ -1,161 +1,131 @@
 package fastaccept
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxHead is the largest request head the loop reads; a longer one goes to net/http, whose
 // MaxHeaderBytes decides (431 beyond it).
 const MaxHead = 8 << 10
 
-// DefaultMaxPending bounds the connections whose heads the loop reads at once; past it new
+// DefaultMaxPending bounds the connections whose heads a loop waits for at once; past it new
 // connections go to net/http straight away, so a crowd of slow clients costs the fast path its
 // speed, never its memory.
 const DefaultMaxPending = 4096
 
-// Handler may take a connection whose head h the loop read (and nothing after it: the head was
-// the whole of what the client sent so far). Returning true means it took the connection, and
-// closes it when done; false leaves it untouched, and it goes to net/http with the head. It runs on
-// the connection's own goroutine; h is valid only during the call.
-type Handler func(c net.Conn, h *Head) bool
+// Outcome is what a handler did with a connection.
+type Outcome int
 
-// Config is the loop's behaviour.
+const (
+	// Declined: the connection goes to net/http with its head, untouched.
+	Declined Outcome = iota
+	// Taken: the handler owns the connection and closes it when done.
+	Taken
+	// Blocking: serving it would wait (on Redis, say), which an event loop must not; the handler
+	// is called again with the same head on a goroutine of its own, where it may wait.
+	Blocking
+)
+
+// Handler may take a connection whose head h a loop read (and nothing after it: the head was the
+// whole of what the client sent so far). With mayBlock false it runs on the loop that accepted
+// the connection, beside every other connection of that loop, and must return Blocking rather
+// than wait for anything; with mayBlock true it runs on a goroutine of its own and must not
+// return Blocking. h is valid only during the call.
+type Handler func(c net.Conn, h *Head, mayBlock bool) Outcome
+
+// Config is the loops' behaviour.
 type Config struct {
 	// Prefix is how the heads the handler wants begin (e.g. "GET /sse"); a connection whose first
 	// bytes differ goes to net/http as soon as they arrive.
 	Prefix string
 	// HeadTimeout bounds the time from accept to a whole head (the server's ReadHeaderTimeout); a
-	// client slower than that is closed. 0: 5 s.
+	// client slower than that is closed. A loop judges it on its own clock (Intake.Tick), so it
+	// may be late by up to that loop's tick. 0: 5 s.
 	HeadTimeout time.Duration
-	// MaxPending bounds the heads read at once. 0: DefaultMaxPending.
+	// MaxPending bounds the heads each loop waits for at once. 0: DefaultMaxPending.
 	MaxPending int
 }
 
-// Listener runs the accept loop on an inner listener and is itself the net.Listener net/http
-// serves: Accept returns the connections the loop hands over. Close stops the loop and closes
-// the connections still sending their heads; Wait returns once every connection's goroutine has
-// finished, including handlers still running.
+// Listener owns a listening socket that event loops accept from themselves (Attach), and is the
+// net.Listener net/http serves: Accept returns the connections the loops hand over. Close stops
+// the loops' accepting and closes the connections still sending their heads; Wait returns once
+// every handler running on a goroutine of its own (Blocking) has returned.
 type Listener struct {
-	inner   net.Listener
+	fd      int // a descriptor of the socket Go's poller does not watch
+	addr    net.Addr
 	cfg     Config
 	handler Handler
 	handoff chan net.Conn
 	closing chan struct{} // closed by Close
-	done    chan struct{} // closed when the loop has stopped
 	wg      sync.WaitGroup
+
+	pending atomic.Int64 // heads the loops are waiting for (Pending)
 
 	mu      sync.Mutex
 	closed  bool
-	pending map[net.Conn]struct{} // connections whose heads are being read
+	intakes map[*Intake]struct{}
 }
 
-var bufs = sync.Pool{New: func() any { return new([MaxHead]byte) }}
+// handoffQueue is how many connections the loops may have waiting for net/http's Accept before
+// one has to be handed over by a goroutine of its own.
+const handoffQueue = 256
 
-// Listen starts the loop on inner. The caller serves the returned Listener with net/http and
-// calls Wait after the server stopped.
-func Listen(inner net.Listener, cfg Config, handler Handler) *Listener {
+// Listen takes inner's socket for the loops: it keeps a descriptor of its own of the socket and
+// closes inner, so that Go's poller is not woken by every connection the loops accept. The
+// caller serves the returned Listener with net/http, attaches its event loops, and calls Wait
+// after the server stopped.
+func Listen(inner net.Listener, cfg Config, handler Handler) (*Listener, error) {
 	if cfg.HeadTimeout <= 0 {
 		cfg.HeadTimeout = 5 * time.Second
 	}
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
-	l := &Listener{inner: inner, cfg: cfg, handler: handler, handoff: make(chan net.Conn),
-		closing: make(chan struct{}), done: make(chan struct{}), pending: make(map[net.Conn]struct{})}
-	l.wg.Add(1)
-	go func() { // exits when Close closes the inner listener
-		defer l.wg.Done()
-		l.loop()
-	}()
-	return l
+	fd, err := dupSocket(inner)
+	if err != nil {
+		_ = inner.Close()
+		return nil, err
+	}
+	addr := inner.Addr()
+	if err := inner.Close(); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	return &Listener{fd: fd, addr: addr, cfg: cfg, handler: handler, handoff: make(chan net.Conn, handoffQueue),
+		closing: make(chan struct{}), intakes: make(map[*Intake]struct{})}, nil
 }
 
-// loop accepts until the inner listener fails for good. A failure that may pass (out of file
-// descriptors, an aborted connection) is retried after a pause growing to a second, as net/http
-// does.
-func (l *Listener) loop() {
-	defer close(l.done)
-	var pause time.Duration
-	for {
-		c, err := l.inner.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) || l.isClosed() {
-				return
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			select {
-			case <-time.After(pause):
-				continue
-			case <-l.closing:
-				return
-			}
-		}
-		pause = 0
-		if !l.track(c) {
-			l.give(c, nil) // too many heads in flight, or closing
-			continue
-		}
-		l.wg.Add(1)
-		go func() { // exits once the head is read and served, handed over, or timed out
-			defer l.wg.Done()
-			l.serve(c)
-		}()
+// dupSocket returns a non-blocking, close-on-exec duplicate of a listener's socket.
+func dupSocket(l net.Listener) (int, error) {
+	sc, ok := l.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("fastaccept: listener has no socket")
 	}
-}
-
-// serve reads c's head and gives it to the handler or to net/http. The head read is bounded by
-// HeadTimeout from accept and by MaxHead bytes.
-func (l *Listener) serve(c net.Conn) {
-	buf := bufs.Get().(*[MaxHead]byte)
-	defer bufs.Put(buf)
-	_ = c.SetReadDeadline(time.Now().Add(l.cfg.HeadTimeout))
-	n, end := 0, -1
-	prefix := l.cfg.Prefix
-	for end < 0 {
-		m, err := c.Read(buf[n:])
-		n += m
-		if p := min(n, len(prefix)); !bytes.Equal(buf[:p], []byte(prefix[:p])) {
-			break // not ours: net/http reads the rest with its own timeouts
-		}
-		if n >= len(prefix) {
-			end = headEnd(buf[:n])
-		}
-		if end >= 0 || n == len(buf) {
-			break
-		}
-		if err != nil {
-			l.untrack(c)
-			_ = c.Close() // timed out, reset, or closed by Close: as net/http would
-			return
-		}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
 	}
-	l.untrack(c)
-	if end >= 0 && end == n {
-		var h Head
-		if parse(buf[:n], &h) && l.handler(c, &h) {
-			return
-		}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
 	}
-	_ = c.SetReadDeadline(time.Time{}) // net/http sets its own
-	l.give(c, bytes.Clone(buf[:n]))
-}
-
-// give hands c, with the bytes already read from it, to net/http's Accept; after Close it closes
-// c instead.
-func (l *Listener) give(c net.Conn, read []byte) {
-	conn := c
-	if len(read) > 0 {
-		conn = &replayConn{Conn: c, buf: read}
+	if derr != nil {
+		return -1, fmt.Errorf("dup listener: %w", derr)
 	}
-	select {
-	case l.handoff <- conn:
-	case <-l.closing:
-		_ = c.Close()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return -1, err
 	}
+	return fd, nil
 }
 
 // Accept returns the next connection for net/http.
@@ -165,13 +135,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 		return c, nil
 	case <-l.closing:
 		return nil, net.ErrClosed
-	case <-l.done: // the inner listener was closed under us
-		return nil, net.ErrClosed
 	}
 }
 
-// Close stops the loop and closes the connections whose heads are still being read (their
-// clients reconnect, as they would to a node shutting down). Handlers already running go on;
+// Close stops every attached loop's accepting, closes the connections whose heads they were
+// waiting for (their clients reconnect, as they would to a node shutting down), and then the
+// socket. It returns once each loop has let go of the socket. Handlers already running go on;
 // Wait waits for them.
 func (l *Listener) Close() error {
 	l.mu.Lock()
@@ -181,38 +150,75 @@ func (l *Listener) Close() error {
 	}
 	l.closed = true
 	close(l.closing)
-	for c := range l.pending {
-		_ = c.SetReadDeadline(time.Now()) // its goroutine closes it
+	intakes := make([]*Intake, 0, len(l.intakes))
+	for in := range l.intakes {
+		intakes = append(intakes, in)
 	}
 	l.mu.Unlock()
-	return l.inner.Close()
-}
-
-// Wait returns once the loop and every connection's goroutine have finished.
-func (l *Listener) Wait() { l.wg.Wait() }
-
-// Addr is the inner listener's address.
-func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
-
-// track counts c as reading its head, unless MaxPending are or the listener is closed.
-func (l *Listener) track(c net.Conn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed || len(l.pending) >= l.cfg.MaxPending {
-		return false
+	for _, in := range intakes {
+		in.wake()
+		<-in.detached
 	}
-	l.pending[c] = struct{}{}
-	return true
+	l.closeQueued()
+	return unix.Close(l.fd)
 }
 
-func (l *Listener) untrack(c net.Conn) {
-	l.mu.Lock()
-	delete(l.pending, c)
-	l.mu.Unlock()
+// Wait returns once every handler running on a goroutine of its own, and every hand-over to
+// net/http waiting on one, has finished.
+func (l *Listener) Wait() {
+	l.wg.Wait()
+	l.closeQueued() // what a last hand-over queued while Close emptied the queue
 }
 
-func (l *Listener) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
+// closeQueued closes the connections queued for net/http that it will not accept any more.
+func (l *Listener) closeQueued() {
+	for {
+		select {
+		case c := <-l.handoff:
+			_ = c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// Pending is how many connections' heads the loops are waiting for.
+func (l *Listener) Pending() int { return int(l.pending.Load()) }
+
+// Addr is the socket's address.
+func (l *Listener) Addr() net.Addr { return l.addr }
+
+// give hands c, with the bytes already read from it, to net/http's Accept. It never waits: with
+// net/http behind, the hand-over goes on on a goroutine of its own. After Close it closes c.
+func (l *Listener) give(c *Conn, read []byte) {
+	nc, err := c.netConn()
+	if err != nil {
+		return // the descriptor is closed; the client sees the connection end
+	}
+	if len(read) > 0 {
+		nc = &replayConn{Conn: nc, buf: read}
+	}
+	select {
+	case <-l.closing:
+		_ = nc.Close()
+		return
+	default:
+	}
+	select {
+	case l.handoff <- nc:
+		return
+	case <-l.closing:
+		_ = nc.Close()
+		return
+	default:
+	}
+	l.wg.Add(1)
+	go func() { // exits once net/http accepted the connection or the listener closed
+		defer l.wg.Done()
+		select {
+		case l.handoff <- nc:
+		case <-l.closing:
+			_ = nc.Close()
+		}
+	}()
 }

@@ -198,7 +198,14 @@ func (h *Hub) Add(v Viewer) error {
 		h.reject(&v)
 		return errClosed
 	}
-	h.shards[int(h.next.Add(1))%len(h.shards)].add(&v)
+	s := h.homeFor(&v)
+	s.size.Add(1)
+	if s.onItsLoop(&v) {
+		h.mu.RUnlock() // register may give the viewer back, which takes h.mu
+		s.register(&v)
+		return nil
+	}
+	s.add(&v)
 	h.mu.RUnlock()
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 )
 
 // inbox is how other goroutines reach a shard: Publish marks posts dirty, Add hands over viewers,
@@ -21,6 +23,7 @@ type inbox struct {
 	spareAdds  []*Viewer
 	watching   map[*Post]struct{} // posts with a new watching frame (watching.go)
 	spareWatch map[*Post]struct{}
+	listen     *fastaccept.Listener // a listener to accept from (listen.go)
 }
 
 func newInbox() inbox {
@@ -73,10 +76,16 @@ func (s *shard) processInbox() bool {
 	in.dirty, in.adds, in.drainReq = in.spareDirt, in.spareAdds[:0], 0
 	watching := in.watching
 	in.watching = in.spareWatch
+	listen := in.listen
+	in.listen = nil
 	in.mu.Unlock()
 	if stopping {
 		return false
 	}
+	if listen != nil {
+		s.attach(listen)
+	}
+	s.detachIfClosing()
 	for p := range dirty {
 		s.collect(p)
 	}

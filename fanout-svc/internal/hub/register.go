@@ -12,6 +12,7 @@ func (s *shard) register(nv *Viewer) {
 	fd, err := epoll.SocketFD(nv.Conn)
 	if err != nil {
 		s.hub.log.Warn("adopt connection", zap.Error(err))
+		s.size.Add(-1)
 		s.hub.reject(nv)
 		return
 	}

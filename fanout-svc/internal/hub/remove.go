@@ -1,5 +1,7 @@
 package hub
 
+import "github.com/likes/likes/fanout-svc/internal/fastaccept"
+
 // doom marks v for removal by the next reap.
 func (s *shard) doom(v *viewer) {
 	if !v.doomed {
@@ -21,7 +23,10 @@ func (s *shard) reap() {
 func (s *shard) removeViewer(v *viewer) {
 	if s.viewers[v.fd] == v {
 		delete(s.viewers, v.fd)
-		s.poller.Remove(v.fd)
+		s.size.Add(-1)
+		if _, own := v.conn.(*fastaccept.Conn); !own {
+			s.poller.Remove(v.fd) // a connection of Go's: its descriptor may outlive our close
+		} // else closing the descriptor, below, takes it out of the poller: one system call less
 	}
 	_ = v.conn.Close()
 	posts := make([]*Post, len(v.slots))
@@ -51,11 +56,16 @@ func (s *shard) removeViewer(v *viewer) {
 
 // shutdown closes every viewer and the poller when the shard stops.
 func (s *shard) shutdown() {
+	if s.intake != nil {
+		s.intake.Detach()
+		s.intake = nil
+	}
 	for _, v := range s.viewers {
 		s.doom(v)
 	}
 	s.reap()
 	for _, nv := range s.takeAdds() {
+		s.size.Add(-1)
 		s.hub.reject(nv)
 	}
 	s.counts.flushTo(&s.hub.stats)

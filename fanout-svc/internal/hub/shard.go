@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 )
 
 // shard is one event loop: one goroutine around one epoll instance, owning a share of the viewers.
@@ -35,6 +37,9 @@ type shard struct {
 	drain    drain
 	shed     shedder // Hub.Shed: closes the viewers of the moment, keeps the shard running (shed.go)
 	counts   counts
+	intake   *fastaccept.Intake // the connections this loop accepts itself (listen.go); nil: none
+
+	size atomic.Int64 // viewers given to this shard and not yet removed, for Add's choice (listen.go)
 }
 
 func newShard(id int, h *Hub) (*shard, error) {
@@ -72,6 +77,8 @@ func (s *shard) run() {
 			}
 			if v := s.viewers[int(ev.Fd)]; v != nil {
 				s.onSocketEvent(v, ev.Events)
+			} else if s.intake != nil {
+				s.intake.Event(int(ev.Fd))
 			}
 		}
 		s.reap()

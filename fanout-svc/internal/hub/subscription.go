@@ -127,6 +127,32 @@ func (h *Hub) Acquire(ctx context.Context, ids []string) ([]*Post, error) {
 	return posts, nil
 }
 
+// AcquireKnown is Acquire for a caller that must not wait (an event loop serving a connect): it
+// takes a reference on each post only if every one is subscribed and Known, so that the viewer
+// needs neither a SUBSCRIBE nor a snapshot, and reports false, holding nothing, otherwise.
+func (h *Hub) AcquireKnown(ids []string) ([]*Post, bool) {
+	if len(ids) > MaxPosts {
+		return nil, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	posts := make([]*Post, len(ids))
+	for i, id := range ids {
+		p := h.posts[id]
+		if p == nil || !p.receives() || !p.Known() {
+			return nil, false
+		}
+		posts[i] = p
+	}
+	for _, p := range posts {
+		p.hold()
+	}
+	return posts, true
+}
+
 // take references each post, creating the posts the node has no live subscription for and
 // starting their subscriptions. A post whose UNSUBSCRIBE is in flight gets a successor that
 // subscribes once it returned, so that Redis sees them in that order.

@@ -33,6 +33,9 @@ func (s *shard) runTimers() {
 	if s.now >= s.nextTick {
 		s.nextTick = s.now + s.tick
 		s.sweep()
+		if s.intake != nil {
+			s.intake.Tick() // heads past their timeout; accepting again after a pause
+		}
 	}
 }
 

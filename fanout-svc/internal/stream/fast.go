@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
+	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/pkg/update"
 )
 
 // Routes of the stream endpoints, as the router names them (RoutePattern), for the request
@@ -25,12 +27,16 @@ const (
 // net/http's buffers, request and goroutine. It takes only what it serves as a stream or refuses
 // for the node's state (draining, full, an address at its limit, setup failed): those it answers
 // itself, in the same JSON with the same Retry-After, and then closes the connection. Anything
-// else (another path or method, a bad post list) it leaves untouched (ok false) for net/http,
-// whose routed handler answers it exactly as before. route and status are for the request
-// metrics.
-func (h *Handler) ServeConn(conn net.Conn, hd *fastaccept.Head) (route string, status int, ok bool) {
+// else (another path or method, a bad post list) it declines, for net/http, whose routed handler
+// answers it exactly as before. route and status are for the request metrics.
+//
+// With mayBlock false it runs on the event loop that accepted the connection: it serves a stream
+// whose posts the node has subscribed and knows (the common case: a popular post) at once, and
+// answers fastaccept.Blocking, having taken nothing, for one that would wait on Redis (a
+// subscription or a snapshot), which the loop then hands to a goroutine that calls it again.
+func (h *Handler) ServeConn(conn net.Conn, hd *fastaccept.Head, mayBlock bool) (route string, status int, out fastaccept.Outcome) {
 	if hd.Method != http.MethodGet {
-		return "", 0, false
+		return "", 0, fastaccept.Declined
 	}
 	var req streamRequest
 	var err error
@@ -42,25 +48,56 @@ func (h *Handler) ServeConn(conn net.Conn, hd *fastaccept.Head) (route string, s
 		route = RouteSingle
 		req, err = singleRequest(string(path[len("/sse/"):]), hd.RawQuery(), hd.Get("Last-Event-ID"))
 	default:
-		return "", 0, false // the router's, even if only to answer 404 or 400
+		return "", 0, fastaccept.Declined // the router's, even if only to answer 404 or 400
 	}
 	if err != nil {
-		return "", 0, false
+		return "", 0, fastaccept.Declined
 	}
 	var src source
 	if h.sources.limited() {
 		src = source{remote: conn.RemoteAddr().String(), forwarded: hd.Values("X-Forwarded-For")}
 	}
-	// No request context: nothing watches the connection before the hub has it, so a client that
-	// leaves during setup is found by the hub's first write; setup is bounded by SetupTimeout.
-	v, no := h.admit(context.Background(), src, req.posts)
+	var v hub.Viewer
+	var no *refusal
+	if mayBlock {
+		// No request context: nothing watches the connection before the hub has it, so a client
+		// that leaves during setup is found by the hub's first write; setup is bounded by
+		// SetupTimeout.
+		v, no = h.admit(context.Background(), src, req.posts)
+	} else if v, no = h.admitNow(src, req.posts); no == &wouldWait {
+		return route, 0, fastaccept.Blocking
+	}
 	if no != nil {
 		h.count(no)
 		writeRefusal(conn, no)
-		return route, no.status, true
+		return route, no.status, fastaccept.Taken
 	}
 	h.handOver(conn, v, req)
-	return route, http.StatusOK, true
+	return route, http.StatusOK, fastaccept.Taken
+}
+
+// wouldWait is admitNow's answer for a stream whose setup would wait on Redis; it is never
+// written to a client.
+var wouldWait = refusal{status: http.StatusServiceUnavailable, msg: "setup would wait"}
+
+// admitNow is admit for an event loop: the same checks and admission, for posts the node has
+// subscribed and knows, whose state needs no Redis. For any other it gives back what it took
+// and answers &wouldWait.
+func (h *Handler) admitNow(src source, posts []string) (hub.Viewer, *refusal) {
+	release, no := h.reserve(src)
+	if no != nil {
+		return hub.Viewer{}, no
+	}
+	acquired, ok := h.hub.AcquireKnown(posts)
+	if !ok {
+		h.giveBack(hub.Viewer{OnClose: release})
+		return hub.Viewer{}, &wouldWait
+	}
+	snap := make([]update.Update, len(posts))
+	for i := range snap {
+		snap[i] = update.Update{PostID: posts[i]}
+	}
+	return hub.Viewer{Posts: acquired, Snapshot: snap, OnClose: release}, nil
 }
 
 // refusalWriteTimeout bounds the write of a refusal; it fits any socket's buffer, so it only

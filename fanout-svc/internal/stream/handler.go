@@ -139,18 +139,9 @@ var (
 // address, an admission of the node, and its posts' subscriptions and state. On refusal it holds
 // nothing.
 func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Viewer, *refusal) {
-	if h.draining.Load() {
-		return hub.Viewer{}, &refuseDraining
-	}
-	release, ok := h.sources.acquire(src)
-	if !ok {
-		return hub.Viewer{}, &refuseSource
-	}
-	if !h.hub.Reserve(h.cfg.MaxConns) {
-		if release != nil {
-			release()
-		}
-		return hub.Viewer{}, &refuseFull
+	release, no := h.reserve(src)
+	if no != nil {
+		return hub.Viewer{}, no
 	}
 	v, err := h.setup(ctx, posts)
 	v.OnClose = release
@@ -160,6 +151,25 @@ func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Vi
 		return hub.Viewer{}, &refuseSetup
 	}
 	return v, nil
+}
+
+// reserve takes a slot of the stream's address and an admission of the node; release gives
+// back the address's slot (nil: none taken).
+func (h *Handler) reserve(src source) (release func(), no *refusal) {
+	if h.draining.Load() {
+		return nil, &refuseDraining
+	}
+	release, ok := h.sources.acquire(src)
+	if !ok {
+		return nil, &refuseSource
+	}
+	if !h.hub.Reserve(h.cfg.MaxConns) {
+		if release != nil {
+			release()
+		}
+		return nil, &refuseFull
+	}
+	return release, nil
 }
 
 // giveBack returns what an admitted stream holds when it does not reach the hub.
