@@ -99,3 +99,43 @@ func TestSocketFDRejectsNonSockets(t *testing.T) {
 		t.Error("got a descriptor from a value that is no connection")
 	}
 }
+
+// TestWaitParksInGosPoller: Wait parks in Go's poller (not in epoll_wait), ends at its timeout
+// with nothing, and is woken by a Wake from another goroutine, or by a socket's event, while
+// parked.
+func TestWaitParksInGosPoller(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.raw == nil {
+		t.Fatal("the epoll descriptor is not in Go's poller: Wait would block in epoll_wait")
+	}
+	start := time.Now()
+	if events := p.Wait(30); len(events) != 0 || time.Since(start) < 30*time.Millisecond {
+		t.Fatalf("Wait(30) returned %+v after %v; want nothing after 30 ms", events, time.Since(start))
+	}
+	done := make(chan []Event)
+	go func() { done <- p.Wait(-1) }() // returns when woken below
+	// The goroutine may not have parked yet when Wake runs; either way the wake must end its Wait.
+	p.Wake()
+	if events := <-done; len(events) != 1 || !p.IsWake(&events[0]) {
+		t.Fatalf("got %+v; want the wake", events)
+	}
+	p.DrainWake()
+
+	_, client, fd := pair(t)
+	if err := p.Add(fd); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait(0) // the writable edge of a new socket
+	go func() { done <- p.Wait(10_000) }()
+	if _, err := client.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	events := <-done
+	if len(events) != 1 || int(events[0].Fd) != fd || events[0].Events&In == 0 {
+		t.Fatalf("got %+v; want input on the socket", events)
+	}
+}

@@ -2,7 +2,11 @@ package epoll
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,10 +25,23 @@ const (
 // registered edge-triggered for input, output and peer hang-up: an output edge arrives only after
 // a write found the socket full, so writable sockets cost no wake-ups at all. One goroutine calls
 // Wait, Add and Remove; Wake is safe from any goroutine.
+//
+// Wait blocks in Go's own poller, not in epoll_wait: the epoll descriptor is itself registered
+// there (an epoll instance is readable while it has events), and Wait parks its goroutine until it
+// is, with a deadline for the timeout. A goroutine blocked in a system call keeps its thread and,
+// after a while, makes the runtime's monitor take its P and wake another thread for it; on a node
+// whose loop sleeps between connects, that hand-off was a sixth of the node's CPU per connect
+// (issue 21 §3: six nodes on one core, each connect waking one of them). Parked in the poller, an
+// idle loop costs the runtime nothing, and a connect wakes it on the thread that polls.
 type Poller struct {
 	epfd   int
 	wakefd int
 	events []unix.EpollEvent
+	file   *os.File        // owns epfd once park made it one (nil: epfd is closed as it is)
+	raw    syscall.RawConn // file's, for parking in Go's poller; nil: Wait blocks in epoll_wait
+	ready  int             // events the last try found
+	try    func(uintptr) bool
+	until  time.Time // the deadline set on file
 }
 
 const socketEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
@@ -45,7 +62,43 @@ func New() (*Poller, error) {
 		p.Close()
 		return nil, fmt.Errorf("epoll add eventfd: %w", err)
 	}
+	p.try = func(uintptr) bool {
+		p.ready = p.waitNow()
+		return p.ready > 0
+	}
+	p.park()
 	return p, nil
+}
+
+// park registers the epoll descriptor with Go's poller. Where that fails (the descriptor cannot
+// be made non-blocking, or Go does not poll it: no deadlines), Wait blocks in epoll_wait as it
+// would in C.
+func (p *Poller) park() {
+	if unix.SetNonblock(p.epfd, true) != nil {
+		return
+	}
+	f := os.NewFile(uintptr(p.epfd), "epoll") // owns epfd from here on: Close closes f
+	p.file = f
+	raw, err := f.SyscallConn()
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
+		_ = unix.SetNonblock(p.epfd, false)
+		return
+	}
+	p.raw = raw
+}
+
+// waitNow returns the events ready now, without waiting.
+func (p *Poller) waitNow() int {
+	for {
+		n, err := unix.EpollWait(p.epfd, p.events, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n < 0 {
+			return 0
+		}
+		return n
+	}
 }
 
 // Add watches a socket.
@@ -68,11 +121,29 @@ func (p *Poller) Remove(fd int) {
 // Wait blocks until events arrive or timeoutMs passes (-1: forever) and returns them. The slice
 // is reused by the next Wait.
 func (p *Poller) Wait(timeoutMs int) []Event {
-	n, err := unix.EpollWait(p.epfd, p.events, timeoutMs)
-	if err != nil || n <= 0 {
+	if p.raw == nil || timeoutMs == 0 {
+		n, err := unix.EpollWait(p.epfd, p.events, timeoutMs)
+		if err != nil || n <= 0 {
+			return nil
+		}
+		return p.events[:n]
+	}
+	var until time.Time
+	if timeoutMs > 0 {
+		until = time.Now().Add(time.Duration(timeoutMs) * time.Millisecond)
+	}
+	if !until.Equal(p.until) {
+		_ = p.file.SetReadDeadline(until)
+		p.until = until
+	}
+	p.ready = 0
+	if err := p.raw.Read(p.try); err != nil && p.ready == 0 {
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			time.Sleep(time.Millisecond) // closed under us, or the poller failed: do not spin
+		}
 		return nil
 	}
-	return p.events[:n]
+	return p.events[:p.ready]
 }
 
 // IsWake reports whether ev is a Wake rather than a socket's event.
@@ -94,5 +165,9 @@ func (p *Poller) DrainWake() {
 // Close releases the poller's descriptors. The sockets it watched stay open.
 func (p *Poller) Close() {
 	unix.Close(p.wakefd)
+	if p.file != nil {
+		_ = p.file.Close()
+		return
+	}
 	unix.Close(p.epfd)
 }
