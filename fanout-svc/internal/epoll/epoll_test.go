@@ -2,10 +2,12 @@ package epoll
 
 import (
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -137,5 +139,45 @@ func TestWaitParksInGosPoller(t *testing.T) {
 	events := <-done
 	if len(events) != 1 || int(events[0].Fd) != fd || events[0].Events&In == 0 {
 		t.Fatalf("got %+v; want input on the socket", events)
+	}
+}
+
+// TestAcceptReportsThePeer: Accept returns a non-blocking socket and the peer's address and
+// port, as accept4 gave them.
+func TestAcceptReportsThePeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	lfd, err := SocketFD(ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var fd int
+	var sa unix.Sockaddr
+	deadline := time.Now().Add(10 * time.Second)
+	for { // ln's socket is non-blocking: the connection may not be queued yet
+		if fd, sa, err = Accept(lfd); err != unix.EAGAIN || time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer RawClose(fd)
+	local := c.LocalAddr().(*net.TCPAddr)
+	in4, ok := sa.(*unix.SockaddrInet4)
+	if !ok || in4.Port != local.Port || net.IP(in4.Addr[:]).String() != "127.0.0.1" {
+		t.Errorf("peer %+v; want 127.0.0.1:%d", sa, local.Port)
+	}
+	if n, err := RawRead(fd, make([]byte, 1)); n != -1 || err != unix.EAGAIN {
+		t.Errorf("read of a quiet socket: %d, %v; want EAGAIN (non-blocking)", n, err)
 	}
 }

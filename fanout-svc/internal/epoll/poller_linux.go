@@ -90,7 +90,7 @@ func (p *Poller) park() {
 // waitNow returns the events ready now, without waiting.
 func (p *Poller) waitNow() int {
 	for {
-		n, err := unix.EpollWait(p.epfd, p.events, 0)
+		n, err := epollWaitNow(p.epfd, p.events)
 		if err == unix.EINTR {
 			continue
 		}
@@ -103,19 +103,19 @@ func (p *Poller) waitNow() int {
 
 // Add watches a socket.
 func (p *Poller) Add(fd int) error {
-	return unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: socketEvents, Fd: int32(fd)})
+	return epollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: socketEvents, Fd: int32(fd)})
 }
 
 // AddListener watches a listening socket for connections waiting to be accepted: level-triggered,
 // so a loop that accepts only some of them is told again, and exclusive, so that of the loops
 // watching one socket a connection wakes one (EPOLLEXCLUSIVE), not all of them.
 func (p *Poller) AddListener(fd int) error {
-	return unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(fd)})
+	return epollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(fd)})
 }
 
 // Remove stops watching a socket.
 func (p *Poller) Remove(fd int) {
-	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = epollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 }
 
 // Wait blocks until events arrive or timeoutMs passes (-1: forever) and returns them. The slice
@@ -153,13 +153,13 @@ func (p *Poller) IsWake(ev *Event) bool { return int(ev.Fd) == p.wakefd }
 func (p *Poller) Wake() {
 	var one [8]byte
 	binary.LittleEndian.PutUint64(one[:], 1)
-	_, _ = unix.Write(p.wakefd, one[:])
+	_, _ = RawWrite(p.wakefd, one[:])
 }
 
 // DrainWake consumes pending wake-ups.
 func (p *Poller) DrainWake() {
 	var buf [8]byte
-	_, _ = unix.Read(p.wakefd, buf[:])
+	_, _ = RawRead(p.wakefd, buf[:])
 }
 
 // Close releases the poller's descriptors. The sockets it watched stay open.

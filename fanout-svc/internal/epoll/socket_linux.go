@@ -12,7 +12,7 @@ import (
 func Write(fd int, b []byte) (int, error) {
 	written := 0
 	for written < len(b) {
-		n, err := unix.Write(fd, b[written:])
+		n, err := RawWrite(fd, b[written:])
 		if n > 0 {
 			written += n
 		}
@@ -34,7 +34,7 @@ func Write(fd int, b []byte) (int, error) {
 // whether the peer closed its side or the socket failed.
 func ReadDiscard(fd int, buf []byte) (closed bool) {
 	for {
-		n, err := unix.Read(fd, buf)
+		n, err := RawRead(fd, buf)
 		switch {
 		case n > 0:
 			continue

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/likes/likes/fanout-svc/internal/epoll"
 )
 
 // Conn is a connection the loop accepted itself: a non-blocking socket that Go's poller never
@@ -39,7 +41,7 @@ func (c *Conn) OnLoop() bool { return c.onLoop.Load() }
 // Read reads what the peer sent so far; with nothing there it returns an error, not a wait.
 func (c *Conn) Read(p []byte) (int, error) {
 	for {
-		n, err := unix.Read(c.fd, p)
+		n, err := epoll.RawRead(c.fd, p)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -58,7 +60,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 func (c *Conn) Write(p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
-		n, err := unix.Write(c.fd, p[written:])
+		n, err := epoll.RawWrite(c.fd, p[written:])
 		if n > 0 {
 			written += n
 		}
@@ -79,7 +81,7 @@ func (c *Conn) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return net.ErrClosed
 	}
-	return unix.Close(c.fd)
+	return epoll.RawClose(c.fd)
 }
 
 // LocalAddr is the listener's address.

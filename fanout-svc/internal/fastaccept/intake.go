@@ -153,7 +153,7 @@ func (in *Intake) Detach() {
 // connection.
 func (in *Intake) accept() {
 	for range acceptBatch {
-		fd, sa, err := unix.Accept4(in.l.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, sa, err := epoll.Accept(in.l.fd)
 		switch err {
 		case nil:
 		case unix.EAGAIN:
@@ -181,7 +181,7 @@ func (in *Intake) accept() {
 // socket.
 func readSome(fd int, buf []byte) (n int, closed bool) {
 	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
+		m, err := epoll.RawRead(fd, buf[n:])
 		switch {
 		case err == unix.EINTR:
 			continue
