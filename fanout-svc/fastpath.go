@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -28,7 +29,13 @@ const streamPrefix = "GET /sse"
 // A stream whose setup waits on Redis (a post the node does not know yet) is served on a
 // goroutine of its own (fastaccept.Blocking), so that no loop waits for it.
 func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, log *zap.Logger) (*fastaccept.Listener, error) {
-	ln, err := fastaccept.Listen(inner, fastaccept.Config{Prefix: streamPrefix, HeadTimeout: o.ReadHeaderTimeout},
+	var pauses atomic.Int64
+	onPause := func(err error) { // on a shard's loop: log the first pause and every 100th after
+		if n := pauses.Add(1); n == 1 || n%100 == 0 {
+			log.Warn("accept failed; the shard stops accepting for a moment", zap.Error(err), zap.Int64("pauses", n))
+		}
+	}
+	ln, err := fastaccept.Listen(inner, fastaccept.Config{Prefix: streamPrefix, HeadTimeout: o.ReadHeaderTimeout, OnPause: onPause},
 		fastStreams(streams, guard, m, log))
 	if err != nil {
 		return nil, err

@@ -108,8 +108,15 @@ func (in *Intake) Event(fd int) bool {
 	return true
 }
 
-// Tick closes the pending heads past their deadline and resumes accepting after a pause. The
-// loop calls it at least every tick of its own.
+// Waiting reports whether the intake has a deadline coming: heads pending, or accepting paused.
+// The loop then calls Tick at least every TickEvery.
+func (in *Intake) Waiting() bool { return in.paused != 0 || len(in.order) > 0 }
+
+// TickEvery is how often a loop calls Tick while the intake is Waiting: the precision of
+// HeadTimeout and of the pause after accept failed.
+const TickEvery = 10 * time.Millisecond
+
+// Tick closes the pending heads past their deadline and resumes accepting after a pause.
 func (in *Intake) Tick() {
 	now := in.clock()
 	for len(in.order) > 0 {
@@ -163,6 +170,9 @@ func (in *Intake) accept() {
 		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
 			in.poller.Remove(in.l.fd) // level-triggered: it would wake the loop at once, again
 			in.paused = in.clock() + int64(acceptPause)
+			if in.l.cfg.OnPause != nil {
+				in.l.cfg.OnPause(err)
+			}
 			return
 		default:
 			return // the socket is closing

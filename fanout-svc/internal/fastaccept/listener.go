@@ -47,11 +47,14 @@ type Config struct {
 	// bytes differ goes to net/http as soon as they arrive.
 	Prefix string
 	// HeadTimeout bounds the time from accept to a whole head (the server's ReadHeaderTimeout); a
-	// client slower than that is closed. A loop judges it on its own clock (Intake.Tick), so it
-	// may be late by up to that loop's tick. 0: 5 s.
+	// client slower than that is closed. A loop judges it on its own clock (Intake.Tick), within
+	// TickEvery. 0: 5 s.
 	HeadTimeout time.Duration
 	// MaxPending bounds the heads each loop waits for at once. 0: DefaultMaxPending.
 	MaxPending int
+	// OnPause, if set, is told why a loop stopped accepting for a while (out of descriptors or
+	// memory: accept4's EMFILE, ENFILE, ENOBUFS, ENOMEM). It runs on the loop and must not block.
+	OnPause func(err error)
 }
 
 // Listener owns a listening socket that event loops accept from themselves (Attach), and is the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 	"github.com/likes/likes/pkg/sse"
 )
 
@@ -33,9 +34,9 @@ func (s *shard) runTimers() {
 	if s.now >= s.nextTick {
 		s.nextTick = s.now + s.tick
 		s.sweep()
-		if s.intake != nil {
-			s.intake.Tick() // heads past their timeout; accepting again after a pause
-		}
+	}
+	if s.intake != nil && s.intake.Waiting() {
+		s.intake.Tick() // heads past their timeout; accepting again after a pause
 	}
 }
 
@@ -102,6 +103,9 @@ func (s *shard) timeoutMs() int {
 	}
 	if len(s.paced) > 0 {
 		next = min(next, s.now+pacedWake)
+	}
+	if s.intake != nil && s.intake.Waiting() {
+		next = min(next, s.now+int64(fastaccept.TickEvery))
 	}
 	if s.drain.active || s.shed.active() {
 		next = min(next, s.now+int64(10*time.Millisecond))
