@@ -3,6 +3,7 @@ package epoll
 import (
 	"net"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,23 +162,24 @@ func TestAcceptReportsThePeer(t *testing.T) {
 	defer c.Close()
 	var fd int
 	var sa unix.Sockaddr
+	var e syscall.Errno
 	deadline := time.Now().Add(10 * time.Second)
 	for { // ln's socket is non-blocking: the connection may not be queued yet
-		if fd, sa, err = Accept(lfd); err != unix.EAGAIN || time.Now().After(deadline) {
+		if fd, sa, e = Accept(lfd); e != unix.EAGAIN || time.Now().After(deadline) {
 			break
 		}
 		runtime.Gosched()
 	}
-	if err != nil {
-		t.Fatal(err)
+	if e != 0 {
+		t.Fatal(e)
 	}
-	defer RawClose(fd)
+	defer func() { _ = RawClose(fd) }()
 	local := c.LocalAddr().(*net.TCPAddr)
 	in4, ok := sa.(*unix.SockaddrInet4)
 	if !ok || in4.Port != local.Port || net.IP(in4.Addr[:]).String() != "127.0.0.1" {
 		t.Errorf("peer %+v; want 127.0.0.1:%d", sa, local.Port)
 	}
-	if n, err := RawRead(fd, make([]byte, 1)); n != -1 || err != unix.EAGAIN {
-		t.Errorf("read of a quiet socket: %d, %v; want EAGAIN (non-blocking)", n, err)
+	if n, e := RawRead(fd, make([]byte, 1)); n != -1 || e != unix.EAGAIN {
+		t.Errorf("read of a quiet socket: %d, %v; want EAGAIN (non-blocking)", n, e)
 	}
 }

@@ -90,11 +90,11 @@ func (p *Poller) park() {
 // waitNow returns the events ready now, without waiting.
 func (p *Poller) waitNow() int {
 	for {
-		n, err := epollWaitNow(p.epfd, p.events)
-		if err == unix.EINTR {
+		n, e := epollWaitNow(p.epfd, p.events)
+		switch {
+		case e == unix.EINTR:
 			continue
-		}
-		if err != nil || n < 0 {
+		case e != 0:
 			return 0
 		}
 		return n

@@ -17,6 +17,9 @@ import (
 // what it costs is that the P stays with the loop for the few microseconds of the call, which
 // is what a loop on its own core wants anyway.
 
+// Each returns the call's error number (0: none), not an error, so that callers compare it with
+// unix.EAGAIN and friends without an interface in between.
+
 // errno turns a raw call's error number into an error (nil for 0).
 func errno(e syscall.Errno) error {
 	if e == 0 {
@@ -26,27 +29,27 @@ func errno(e syscall.Errno) error {
 }
 
 // RawRead is read(2) on a non-blocking descriptor.
-func RawRead(fd int, b []byte) (int, error) {
+func RawRead(fd int, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
-		return 0, nil
+		return 0, 0
 	}
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if e != 0 {
 		return -1, e
 	}
-	return int(n), nil
+	return int(n), 0
 }
 
 // RawWrite is write(2) on a non-blocking descriptor.
-func RawWrite(fd int, b []byte) (int, error) {
+func RawWrite(fd int, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
-		return 0, nil
+		return 0, 0
 	}
 	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if e != 0 {
 		return -1, e
 	}
-	return int(n), nil
+	return int(n), 0
 }
 
 // RawClose is close(2) of a socket no one else uses.
@@ -57,7 +60,7 @@ func RawClose(fd int) error {
 
 // Accept is accept4(2) on a non-blocking listening socket: a new non-blocking, close-on-exec
 // socket and the peer's address (IPv4 or IPv6; nil for any other family).
-func Accept(fd int) (int, unix.Sockaddr, error) {
+func Accept(fd int) (int, unix.Sockaddr, syscall.Errno) {
 	var rsa unix.RawSockaddrAny
 	size := uint32(unix.SizeofSockaddrAny)
 	nfd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&size)),
@@ -69,13 +72,13 @@ func Accept(fd int) (int, unix.Sockaddr, error) {
 	case unix.AF_INET:
 		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(&rsa))
 		port := (*[2]byte)(unsafe.Pointer(&p.Port))
-		return int(nfd), &unix.SockaddrInet4{Port: int(port[0])<<8 | int(port[1]), Addr: p.Addr}, nil
+		return int(nfd), &unix.SockaddrInet4{Port: int(port[0])<<8 | int(port[1]), Addr: p.Addr}, 0
 	case unix.AF_INET6:
 		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa))
 		port := (*[2]byte)(unsafe.Pointer(&p.Port))
-		return int(nfd), &unix.SockaddrInet6{Port: int(port[0])<<8 | int(port[1]), ZoneId: p.Scope_id, Addr: p.Addr}, nil
+		return int(nfd), &unix.SockaddrInet6{Port: int(port[0])<<8 | int(port[1]), ZoneId: p.Scope_id, Addr: p.Addr}, 0
 	}
-	return int(nfd), nil, nil
+	return int(nfd), nil, 0
 }
 
 // epollCtl is epoll_ctl(2).
@@ -85,10 +88,10 @@ func epollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 }
 
 // epollWaitNow is epoll_pwait(2) with a timeout of 0: the events ready now.
-func epollWaitNow(epfd int, events []unix.EpollEvent) (int, error) {
+func epollWaitNow(epfd int, events []unix.EpollEvent) (int, syscall.Errno) {
 	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
-	return int(n), nil
+	return int(n), 0
 }

@@ -12,17 +12,17 @@ import (
 func Write(fd int, b []byte) (int, error) {
 	written := 0
 	for written < len(b) {
-		n, err := RawWrite(fd, b[written:])
+		n, e := RawWrite(fd, b[written:])
 		if n > 0 {
 			written += n
 		}
 		switch {
-		case err == unix.EINTR:
+		case e == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case e == unix.EAGAIN:
 			return written, nil
-		case err != nil:
-			return written, err
+		case e != 0:
+			return written, e
 		case n <= 0:
 			return written, nil
 		}
@@ -34,13 +34,13 @@ func Write(fd int, b []byte) (int, error) {
 // whether the peer closed its side or the socket failed.
 func ReadDiscard(fd int, buf []byte) (closed bool) {
 	for {
-		n, err := RawRead(fd, buf)
+		n, e := RawRead(fd, buf)
 		switch {
 		case n > 0:
 			continue
-		case err == unix.EINTR:
+		case e == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case e == unix.EAGAIN:
 			return false
 		default: // n == 0 (EOF) or a hard error
 			return true

@@ -41,14 +41,14 @@ func (c *Conn) OnLoop() bool { return c.onLoop.Load() }
 // Read reads what the peer sent so far; with nothing there it returns an error, not a wait.
 func (c *Conn) Read(p []byte) (int, error) {
 	for {
-		n, err := epoll.RawRead(c.fd, p)
+		n, e := epoll.RawRead(c.fd, p)
 		switch {
-		case err == unix.EINTR:
+		case e == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case e == unix.EAGAIN:
 			return 0, errWouldBlock
-		case err != nil:
-			return 0, err
+		case e != 0:
+			return 0, e
 		case n == 0 && len(p) > 0:
 			return 0, io.EOF
 		}
@@ -58,22 +58,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // Write writes p whole or fails: a socket whose buffer is full is an error, not a wait.
 func (c *Conn) Write(p []byte) (int, error) {
-	written := 0
-	for written < len(p) {
-		n, err := epoll.RawWrite(c.fd, p[written:])
-		if n > 0 {
-			written += n
-		}
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return written, errWouldBlock
-		case err != nil:
-			return written, err
-		}
+	n, err := epoll.Write(c.fd, p)
+	if err == nil && n < len(p) {
+		err = errWouldBlock
 	}
-	return written, nil
+	return n, err
 }
 
 // Close closes the socket once.

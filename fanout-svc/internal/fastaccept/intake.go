@@ -162,7 +162,7 @@ func (in *Intake) accept() {
 	for range acceptBatch {
 		fd, sa, err := epoll.Accept(in.l.fd)
 		switch err {
-		case nil:
+		case 0:
 		case unix.EAGAIN:
 			return
 		case unix.EINTR, unix.ECONNABORTED, unix.EPROTO:
@@ -191,13 +191,13 @@ func (in *Intake) accept() {
 // socket.
 func readSome(fd int, buf []byte) (n int, closed bool) {
 	for n < len(buf) {
-		m, err := epoll.RawRead(fd, buf[n:])
+		m, e := epoll.RawRead(fd, buf[n:])
 		switch {
-		case err == unix.EINTR:
+		case e == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case e == unix.EAGAIN:
 			return n, false
-		case err != nil || m == 0:
+		case e != 0 || m == 0:
 			return n, true
 		}
 		n += m
