@@ -41,20 +41,31 @@ func (s *shard) detachIfClosing() {
 	}
 }
 
-// balanceSlack is how many viewers above its share a shard may hold before the connections it
-// accepts go to the others: a connection wakes whichever shard is idle, which under a light load
-// is mostly the same one.
-const balanceSlack = 64
-
-// homeFor is the shard a new viewer goes to: the one that accepted its connection, unless that
-// one holds clearly more than its share, else the next in turn.
+// homeFor is the shard a new viewer goes to: the one that accepted its connection while it holds
+// no more than its share of the hub's viewers (plus one), else the shard holding the fewest. The
+// shards must stay even, not only for their cores' sake: each shard paces a big room's display
+// as if the node's viewers of the post were its own times the shards (display.go), and a
+// connection wakes whichever shard is idle, which under a light load is mostly the same one.
 func (h *Hub) homeFor(v *Viewer) *shard {
-	if c, ok := v.Conn.(*fastaccept.Conn); ok {
-		if s, ok := c.Home().(*shard); ok && s.hub == h && s.holdsItsShare() {
-			return s
+	if len(h.shards) == 1 {
+		return h.shards[0]
+	}
+	var total int64
+	least := h.shards[0]
+	for _, s := range h.shards {
+		n := s.size.Load()
+		total += n
+		if n < least.size.Load() {
+			least = s
 		}
 	}
-	return h.shards[int(h.next.Add(1))%len(h.shards)]
+	if c, ok := v.Conn.(*fastaccept.Conn); ok {
+		if s, ok := c.Home().(*shard); ok && s.hub == h && s.size.Load()*int64(len(h.shards)) <= total+int64(len(h.shards)) {
+			return s
+		}
+		return least
+	}
+	return h.shards[int(h.next.Add(1))%len(h.shards)] // a connection of net/http's: in turn, as before
 }
 
 // onItsLoop reports whether Add runs on s's own loop, in the handler of a connection s accepted:
@@ -63,18 +74,4 @@ func (h *Hub) homeFor(v *Viewer) *shard {
 func (s *shard) onItsLoop(v *Viewer) bool {
 	c, ok := v.Conn.(*fastaccept.Conn)
 	return ok && c.OnLoop() && c.Home() == s
-}
-
-// holdsItsShare reports whether the shard holds at most its share of the hub's viewers, plus
-// balanceSlack.
-func (s *shard) holdsItsShare() bool {
-	shards := s.hub.shards
-	if len(shards) == 1 {
-		return true
-	}
-	var total int64
-	for _, o := range shards {
-		total += o.size.Load()
-	}
-	return s.size.Load() <= total/int64(len(shards))+balanceSlack
 }
