@@ -24,7 +24,8 @@ const streamPrefix = "GET /sse"
 // per-connection buffers, request, routing and middleware were a third of the node's CPU per
 // connect, and the hops between goroutines most of the rest at a low connect rate). Everything
 // else reaches the returned listener, which net/http serves as before. A head must arrive within
-// the server's ReadHeaderTimeout, as net/http's must; the shards judge it on their tick.
+// the server's ReadHeaderTimeout, as net/http's must; the shards judge it within
+// fastaccept.TickEvery.
 //
 // A stream whose setup waits on Redis (a post the node does not know yet) is served on a
 // goroutine of its own (fastaccept.Blocking), so that no loop waits for it.

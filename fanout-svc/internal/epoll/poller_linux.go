@@ -121,7 +121,10 @@ func (p *Poller) Remove(fd int) {
 // Wait blocks until events arrive or timeoutMs passes (-1: forever) and returns them. The slice
 // is reused by the next Wait.
 func (p *Poller) Wait(timeoutMs int) []Event {
-	if p.raw == nil || timeoutMs == 0 {
+	if timeoutMs == 0 {
+		return p.events[:p.waitNow()]
+	}
+	if p.raw == nil {
 		n, err := unix.EpollWait(p.epfd, p.events, timeoutMs)
 		if err != nil || n <= 0 {
 			return nil

@@ -179,11 +179,14 @@ func (in *Intake) accept() {
 		}
 		c := &Conn{fd: fd, local: in.l.addr, remote: sa, home: in.home}
 		n, closed := readSome(fd, in.buf)
-		if closed {
+		switch {
+		case closed && n > 0: // a request, then a half-close: net/http answers it, as it would have
+			in.l.give(c, bytes.Clone(in.buf[:n]))
+		case closed:
 			_ = c.Close()
-			continue
+		default:
+			in.serve(c, in.buf, n, nil)
 		}
-		in.serve(c, in.buf, n, nil)
 	}
 }
 
@@ -209,9 +212,10 @@ func readSome(fd int, buf []byte) (n int, closed bool) {
 func (in *Intake) readMore(p *pendingHead) {
 	m, closed := readSome(p.c.fd, p.buf[p.n:])
 	p.n += m
-	if closed {
-		in.forget(p)
-		_ = p.c.Close()
+	if closed { // the head, if it is one, goes to net/http, which answers a half-closed client
+		in.unwatch(p)
+		in.l.give(p.c, bytes.Clone(p.buf[:p.n]))
+		in.release(p)
 		return
 	}
 	if m == 0 {

@@ -220,3 +220,31 @@ func TestCloseEndsPendingHeads(t *testing.T) {
 		t.Errorf("%d heads pending after Close", l.Pending())
 	}
 }
+
+// TestHalfClosedRequestIsAnswered: a client that sends its request and closes its side at once
+// gets net/http's answer, as it would without the loop in front.
+func TestHalfClosedRequestIsAnswered(t *testing.T) {
+	l, _ := startLoop(t, Config{Prefix: "GET /"})
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	// A path the handler declines: whether the loop reads the head before or with the half-close,
+	// the answer is net/http's.
+	if _, err := io.WriteString(c, "GET /other HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a half-closed request: %v", err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "GET /other " {
+		t.Errorf("got %q; want net/http's answer", b)
+	}
+}

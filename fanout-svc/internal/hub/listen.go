@@ -50,13 +50,13 @@ func (h *Hub) homeFor(v *Viewer) *shard {
 	if len(h.shards) == 1 {
 		return h.shards[0]
 	}
-	var total int64
-	least := h.shards[0]
+	var total, fewest int64
+	var least *shard
 	for _, s := range h.shards {
 		n := s.size.Load()
 		total += n
-		if n < least.size.Load() {
-			least = s
+		if least == nil || n < fewest {
+			least, fewest = s, n
 		}
 	}
 	if c, ok := v.Conn.(*fastaccept.Conn); ok {
