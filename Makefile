@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # and the npm package @likes/client (package.json, likes.d.ts, tests, a typed example).
 CLIENT := fanout-svc/internal/web/static/client
 
-.PHONY: build test test-short fuzz vet lint rules js-test dist run ramp soak images-offline clean
+.PHONY: build test test-short fuzz vet lint rules js-test dist run ramp soak images-offline kube-offline kube-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen ./slotmove
@@ -37,11 +37,14 @@ $(GOLANGCI_LINT):
 # run of every fuzz target. The e2e package runs alone, after the others: its latency and
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
 # make them measure the neighbour. The Docker suite (deploy/dockertest: docker-compose.yml on a
-# real engine, after `make images-offline` where no registry is reachable) runs alone too, last.
+# real engine, after `make images-offline` where no registry is reachable) runs alone too, then
+# the Kubernetes suite (deploy/kubetest: deploy/kube applied to the cluster of `make kube-offline`,
+# which it starts and stops), after it: each needs the machine to itself.
 test: vet lint rules js-test
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$')
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$' -e '/deploy/kubetest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
 	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
+	$(GO) test -race -count=1 -timeout 60m ./deploy/kubetest
 	$(MAKE) fuzz
 
 # rules: the Prometheus configuration, recording rules and alerts of deploy/monitoring (mounted by
@@ -86,6 +89,16 @@ soak: build
 # missing) on a machine whose Docker engine reaches no registry; see scripts/images-offline.sh.
 images-offline:
 	./scripts/images-offline.sh
+
+# kube-offline: a single-node Kubernetes cluster on this machine, as root, with no registry: the
+# binaries built once from the Go module proxy and cached in ~/.cache/likes/kube, the images
+# imported from the local engine (after images-offline); see deploy/README.md. kube-down stops it
+# and removes everything it made but the cache.
+kube-offline:
+	./scripts/kube-offline.sh
+
+kube-down:
+	./scripts/kube-down.sh
 
 clean:
 	rm -rf $(BIN) .run

@@ -1,0 +1,145 @@
+package kubetest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/pkg/poll"
+)
+
+// audience connects n viewers of post through the fanout Service.
+func audience(t *testing.T, d deployment, post string, n int) []*clienttest.Viewer {
+	t.Helper()
+	viewers := make([]*clienttest.Viewer, n)
+	for i := range viewers {
+		viewers[i] = clienttest.Watch(t, d.fanout+"/sse/"+post)
+	}
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d viewers of %s to connect", n, post), func() bool {
+		for _, v := range viewers {
+			if !v.Connected() {
+				return false
+			}
+		}
+		return true
+	})
+	return viewers
+}
+
+// closeAll disconnects the viewers.
+func closeAll(viewers []*clienttest.Viewer) {
+	for _, v := range viewers {
+		v.Close()
+	}
+}
+
+// awaitConverged waits until every viewer shows the writer's count of post and returns how long
+// that took.
+func awaitConverged(t *testing.T, d deployment, post string, viewers []*clienttest.Viewer, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	want := clienttest.CountOf(t, d.writer, post)
+	clienttest.WaitCount(t, within, post, want, viewers...)
+	return time.Since(start)
+}
+
+// stepRollout restarts fanout-svc Pod by Pod (`kubectl rollout restart`) while users like and
+// watch: viewers move through each Pod's drain window to the others, no acknowledged like is
+// lost, and every viewer ends on the final count.
+func stepRollout(t *testing.T, d deployment, got *figures) {
+	const post = "kube-rollout"
+	viewers := audience(t, d, post, 40)
+	defer closeAll(viewers)
+	flow := clienttest.StartSessionLikeFlow(t, d.writer, post, 50*time.Millisecond)
+	start := time.Now()
+	mustKubectl(t, time.Minute, "-n", namespace, "rollout", "restart", "deployment/fanout-svc")
+	mustKubectl(t, 10*time.Minute, "-n", namespace, "rollout", "status", "deployment/fanout-svc", "--timeout=9m")
+	rollout := time.Since(start)
+	awaitFanout(t, 4, 2*time.Minute)
+	flow.Stop()
+	acked, count := flow.Sent(), clienttest.CountOf(t, d.writer, post)
+	if count < acked {
+		t.Fatalf("rollout: %d likes acknowledged, the count is %d: acknowledged likes were lost", acked, count)
+	}
+	converged := awaitConverged(t, d, post, viewers, 30*time.Second)
+	reconnects := 0
+	for _, v := range viewers {
+		_, backwards, connects := v.Stats()
+		if backwards > 0 {
+			t.Errorf("rollout: a viewer saw %d updates go backwards", backwards)
+		}
+		reconnects += connects - 1
+	}
+	got.add(t, "rollout: 4 Pods restarted in %v; %d likes acknowledged (%d failed attempts, retried), count %d; %d reconnects over 40 viewers; all on the final count %v after the likes stopped",
+		rollout.Round(time.Second), acked, flow.Failed(), count, reconnects, converged.Round(time.Millisecond))
+}
+
+// evict asks the Eviction API to evict a Pod, as `kubectl drain` does; it returns the API's
+// refusal, if any.
+func evict(name string) error {
+	body := fmt.Sprintf(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":%q,"namespace":%q}}`, name, namespace)
+	_, err := kubectl(time.Minute, body, "create", "--raw", "/api/v1/namespaces/"+namespace+"/pods/"+name+"/eviction", "-f", "-")
+	return err
+}
+
+// stepEvict: the fanout PodDisruptionBudget (maxUnavailable 1) lets one eviction through and
+// refuses a second while the first Pod's replacement is not Ready; once it is, the second goes.
+func stepEvict(t *testing.T, got *figures) {
+	fanout := awaitFanout(t, 4, time.Minute)
+	first, second := fanout[0].Metadata.Name, fanout[1].Metadata.Name
+	start := time.Now()
+	if err := evict(first); err != nil {
+		t.Fatalf("evict %s: %v", first, err)
+	}
+	err := evict(second)
+	if err == nil {
+		t.Fatalf("evict %s right after %s: allowed; want the PodDisruptionBudget to refuse it", second, first)
+	}
+	if !strings.Contains(err.Error(), "disruption budget") {
+		t.Fatalf("evict %s: %v; want a refusal that names the disruption budget", second, err)
+	}
+	var admitted time.Duration
+	await(t, 3*time.Minute, 250*time.Millisecond, "the second eviction, once the replacement is Ready", func() error {
+		if err := evict(second); err != nil {
+			return err
+		}
+		admitted = time.Since(start)
+		return nil
+	})
+	awaitFanout(t, 4, 3*time.Minute)
+	got.add(t, "evict: the second eviction refused by the PodDisruptionBudget, admitted %v after the first (its replacement Ready); 4 Pods Ready again %v after the first",
+		admitted.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+}
+
+// stepKill deletes the fanout Pod that holds the most viewers, at once (no grace, no drain):
+// its viewers reconnect through the Service to the others, and every viewer shows a like sent
+// right after the kill.
+func stepKill(t *testing.T, d deployment, got *figures) {
+	const post = "kube-kill"
+	viewers := audience(t, d, post, 40)
+	defer closeAll(viewers)
+	var victim pod
+	most := -1.0
+	for _, p := range awaitFanout(t, 4, time.Minute) {
+		if n, err := viewersOn(p); err == nil && n > most {
+			victim, most = p, n
+		}
+	}
+	start := time.Now()
+	mustKubectl(t, time.Minute, "-n", namespace, "delete", "pod", victim.Metadata.Name, "--grace-period=0", "--force")
+	s, err := clienttest.TakeSession(d.writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := clienttest.TryLikeAs(d.writer, post, s); err != nil || code != 200 {
+		t.Fatalf("like after the kill: %d %v", code, err)
+	}
+	want := clienttest.CountOf(t, d.writer, post)
+	clienttest.WaitCount(t, 30*time.Second, post, want, viewers...)
+	converged := time.Since(start)
+	awaitFanout(t, 4, 3*time.Minute)
+	got.add(t, "kill: Pod %s with %.0f viewers deleted with --grace-period=0 --force; every viewer on the like sent after it %v later; 4 Pods Ready again %v after the kill",
+		victim.Metadata.Name, most, converged.Round(time.Millisecond), time.Since(start).Round(time.Second))
+}

@@ -1,0 +1,18 @@
+// Package kubetest applies the Kubernetes deploy to a real cluster and exercises it as an
+// operator would: the single-node cluster of `make kube-offline` (scripts/kube-offline.sh:
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a kubelet on containerd with
+// the CNI bridge, kube-proxy and CoreDNS, all built or packaged on this machine, no registry),
+// with deploy/kube, the base plus this cluster's overlay, applied by `kubectl apply -k`.
+//
+// Its one test walks an operator's day and logs a figure at each step: every Pod Ready through
+// its own probe; a like through the writer's Service reaching viewers on every fanout Pod through
+// the fanout Service; fanout-svc scaled to four through its HPA and loadgen's ramp run as a Job
+// over all four; a rolling restart losing no acknowledged like; evictions held to the
+// PodDisruptionBudget; a Pod killed and its viewers converging.
+//
+// The cluster: TestMain starts it (scripts/kube-offline.sh) when the test runs as root with a
+// Docker engine answering (the images come from it), and takes it down afterwards
+// (scripts/kube-down.sh) unless LIKES_KUBE_KEEP=1 or the cluster was running before. Where it
+// cannot start (not root, no engine, LIKES_KUBE=0) the suite skips, saying why on stderr. A
+// script that fails where it should start fails the suite.
+package kubetest
