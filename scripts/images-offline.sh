@@ -217,13 +217,17 @@ main() {
   mkdir -p "$work/redis"
   cat >"$work/redis/entrypoint.sh" <<'EOF'
 #!/bin/sh
-# Like the official redis image: redis-server runs as user redis, owns /data, and has protected
-# mode off (a container's clients come from other containers, never from its own loopback).
+# Like the official redis image: redis-server has protected mode off (a container's clients come
+# from other containers, never from its own loopback), whatever user starts it; started as root,
+# it runs as user redis and owns /data (a Kubernetes Pod starts it as uid 999 instead).
 set -e
 if [ "${1#-}" != "$1" ]; then set -- redis-server "$@"; fi
-if [ "$1" = redis-server ] && [ "$(id -u)" = 0 ]; then
-  chown -R redis:redis /data
-  exec setpriv --reuid=redis --regid=redis --init-groups "$@" --protected-mode no
+if [ "$1" = redis-server ]; then
+  set -- "$@" --protected-mode no
+  if [ "$(id -u)" = 0 ]; then
+    chown -R redis:redis /data
+    exec setpriv --reuid=redis --regid=redis --init-groups "$@"
+  fi
 fi
 exec "$@"
 EOF

@@ -71,6 +71,20 @@ await() {
   kube_say "$what ($(($(date +%s) - start))s)"
 }
 
+# put FILE: standard input into FILE, unless FILE holds it already: kube-proxy exits when its
+# configuration file changes, even to the same content, so a second run must not touch it.
+put() {
+  local tmp
+  tmp=$(mktemp)
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then
+    rm -f "$tmp"
+  else
+    mv "$tmp" "$1"
+    chmod 0644 "$1"
+  fi
+}
+
 # The bridge exists before the API server, which listens on its address; the CNI plugin takes
 # it over (isGateway) as the pods' gateway.
 if ! ip link show "$KUBE_BRIDGE" >/dev/null 2>&1; then
@@ -125,7 +139,7 @@ launch kube-scheduler kube-scheduler --kubeconfig="$KUBE_STATE/scheduler.kubecon
 # containerd: a daemon of the cluster's own (Docker's engine keeps its own), everything under
 # KUBE_STATE and KUBE_RUN, the pods' network namespaces included (netns_mounts_under_state_dir),
 # so that kube-down finds all of it.
-cat >"$KUBE_STATE/containerd.toml" <<TOML
+put "$KUBE_STATE/containerd.toml" <<TOML
 version = 2
 root = "$KUBE_STATE/containerd"
 state = "$KUBE_RUN/containerd"
@@ -155,7 +169,7 @@ state = "$KUBE_RUN/containerd"
     conf_dir = "$KUBE_STATE/cni"
 TOML
 mkdir -p "$KUBE_STATE/cni"
-cat >"$KUBE_STATE/cni/10-likes-kube.conflist" <<JSON
+put "$KUBE_STATE/cni/10-likes-kube.conflist" <<JSON
 {
   "cniVersion": "1.0.0",
   "name": "likes-kube",
@@ -180,7 +194,7 @@ await "containerd answers" 30 kube_ctr version
 kube_images_build
 kube_images_load
 
-cat >"$KUBE_STATE/kubelet.yaml" <<YAML
+put "$KUBE_STATE/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $KUBE_NODE_IP
@@ -213,7 +227,7 @@ YAML
 launch kubelet kubelet --config="$KUBE_STATE/kubelet.yaml" --kubeconfig="$KUBE_STATE/kubelet.kubeconfig" \
   --root-dir="$KUBE_STATE/kubelet" --hostname-override="$KUBE_NODE" --node-ip="$KUBE_NODE_IP"
 
-cat >"$KUBE_STATE/kube-proxy.yaml" <<YAML
+put "$KUBE_STATE/kube-proxy.yaml" <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $KUBE_STATE/kube-proxy.kubeconfig}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/likes/likes/pkg/clienttest"
 )
 
 // repoRoot is the module root, two levels above this package.
@@ -43,6 +45,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "kubetest: SKIPPING the Kubernetes suite: %s\n", cluster.skip)
 	}
 	code := m.Run()
+	clienttest.CloseIdleConnections()
 	if cluster.started && os.Getenv("LIKES_KUBE_KEEP") != "1" {
 		if out, err := script(5*time.Minute, "scripts/kube-down.sh"); err != nil {
 			fmt.Fprintf(os.Stderr, "kubetest: kube-down failed: %v\n%s\n", err, out)

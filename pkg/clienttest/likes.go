@@ -17,6 +17,14 @@ var writerClient = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
 }
 
+// CloseIdleConnections closes the keep-alive connections the helpers hold to writers and nodes:
+// a suite whose deployment outlives it (a cluster left running) would otherwise find their read
+// loops in its goroutine check.
+func CloseIdleConnections() {
+	writerClient.CloseIdleConnections()
+	metricsClient.CloseIdleConnections()
+}
+
 // LikeReply is writer-svc's answer to a like.
 type LikeReply struct {
 	PostID string `json:"post_id"`
