@@ -83,11 +83,7 @@ func stepLike(t *testing.T, d deployment) {
 		}
 		return true
 	})
-	s, err := clienttest.TakeSession(d.writer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, reply, err := clienttest.TryLikeAs(d.writer, post, s)
+	code, reply, err := clienttest.TryLikeAs(d.writer, post, session(t, d))
 	if err != nil || code != 200 || !reply.Liked {
 		t.Fatalf("like through writer-svc: %d %+v %v", code, reply, err)
 	}
