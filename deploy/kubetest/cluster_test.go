@@ -101,7 +101,7 @@ func startCluster() error {
 		}
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "kubetest: cluster up in %v\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "%skubetest: cluster up in %v\n", out, time.Since(start).Round(time.Second))
 	return nil
 }
 
