@@ -8,18 +8,54 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 )
 
-// Port returns a port on 127.0.0.1 that was free a moment ago.
+// handedOut is every port this process was given, none of which it is given again: a port freed
+// by closing its probe is at once as free as any, and the kernel may well pick it for the next
+// probe (two haproxy frontends were once given the same port and, both binding with
+// SO_REUSEPORT, shared its connections).
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// claim records ports as handed out, unless one of them already was.
+func claim(ports ...int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for _, p := range ports {
+		if handedOut.ports[p] {
+			return false
+		}
+	}
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	for _, p := range ports {
+		handedOut.ports[p] = true
+	}
+	return true
+}
+
+// Port returns a port on 127.0.0.1 that was free a moment ago and that this process was not
+// given before.
 func Port(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		if claim(port) {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port that was not handed out already in 50 tries")
+	return 0
 }
 
 // Addr returns "127.0.0.1:<port>" for a port that was free a moment ago.
@@ -37,7 +73,7 @@ func Pair(t testing.TB) int {
 	t.Helper()
 	for range 200 {
 		p := pairLow + rand.IntN(pairHigh-pairLow)
-		if free("127.0.0.1", p) && free("127.0.0.1", p+1) {
+		if free("127.0.0.1", p) && free("127.0.0.1", p+1) && claim(p, p+1) {
 			return p
 		}
 	}
@@ -66,7 +102,7 @@ func On(t testing.TB, ips ...string) string {
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
-		if freeOnAll(ips[1:], port) {
+		if freeOnAll(ips[1:], port) && claim(port) {
 			return strconv.Itoa(port)
 		}
 	}

@@ -25,6 +25,20 @@ func TestAddrIsListenable(t *testing.T) {
 	listenable(t, addr)
 }
 
+func TestNoPortIsHandedOutTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 2000 {
+		p := Port(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+	if p := Pair(t); seen[p] || seen[p+1] {
+		t.Fatalf("Pair handed out %d, given before", p)
+	}
+}
+
 func TestPairGivesTwoConsecutivePorts(t *testing.T) {
 	p := Pair(t)
 	listenable(t, "127.0.0.1:"+strconv.Itoa(p))
