@@ -60,6 +60,9 @@ func stepHPA(t *testing.T, got *figures) {
 	})
 	line := "hpa: ScalingActive, reading"
 	for _, m := range h.Status.CurrentMetrics {
+		if m.Resource == nil || m.Resource.Current.AverageUtilization == nil {
+			continue
+		}
 		line += " " + m.Resource.Name + " " + strconv.Itoa(*m.Resource.Current.AverageUtilization) + "%"
 	}
 	got.add(t, "%s of requests over %d Pods", line, h.Status.CurrentReplicas)

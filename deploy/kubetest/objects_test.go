@@ -85,8 +85,7 @@ func viewersOn(p pod) (float64, error) {
 func awaitFanout(t *testing.T, want int, within time.Duration) []pod {
 	t.Helper()
 	var ready []pod
-	deadline := time.Now().Add(within)
-	for {
+	await(t, within, 500*time.Millisecond, fmt.Sprintf("%d Ready fanout-svc Pods and no others", want), func() error {
 		all := pods(t, "fanout-svc")
 		ready = ready[:0]
 		for _, p := range all {
@@ -94,12 +93,10 @@ func awaitFanout(t *testing.T, want int, within time.Duration) []pod {
 				ready = append(ready, p)
 			}
 		}
-		if len(ready) == want && len(all) == want {
-			return ready
+		if len(ready) != want || len(all) != want {
+			return fmt.Errorf("%d Ready of %d Pods", len(ready), len(all))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fanout-svc: %d Ready of %d Pods after %v; want %d", len(ready), len(all), within, want)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
+	return ready
 }
