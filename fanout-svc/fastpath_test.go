@@ -121,8 +121,12 @@ func TestFastPathServesStreamsAndCountsThem(t *testing.T) {
 func awaitMetric(t *testing.T, base, name string, want float64) {
 	t.Helper()
 	poll.Check(t, 5*time.Second, func() error {
-		if n, err := clienttest.ScrapeMetric(base, name); err != nil || n != want {
-			return fmt.Errorf("%s = %v, %v; want %v", name, n, err, want)
+		n, err := clienttest.ScrapeMetric(base, name)
+		if err != nil {
+			return err
+		}
+		if n != want {
+			return fmt.Errorf("%s = %v; want %v", name, n, want)
 		}
 		return nil
 	})
