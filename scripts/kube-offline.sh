@@ -252,6 +252,14 @@ sed -e "s#@IMAGE@#$KUBE_COREDNS_IMAGE#" -e "s#@DNS_IP@#$KUBE_DNS_IP#" scripts/ku
 # metrics-server, for the HPA's CPU and memory (scripts/kube/metrics-server.yaml).
 sed -e "s#@IMAGE@#$KUBE_METRICS_SERVER_IMAGE#" scripts/kube/metrics-server.yaml |
   kubectl apply --server-side -f - >/dev/null
+# Storage: the default StorageClass and a local volume per Redis data pod
+# (scripts/kube/storage.yaml says why).
+kubectl apply --server-side -f scripts/kube/storage.yaml >/dev/null
+for n in 0 1 2; do
+  mkdir -p "$KUBE_VOLUMES/vol-$n"
+  sed -e "s#@N@#$n#" -e "s#@NODE@#$KUBE_NODE#" -e "s#@DIR@#$KUBE_VOLUMES/vol-$n#" scripts/kube/local-volume.yaml |
+    kubectl apply --server-side -f - >/dev/null
+done
 await "CoreDNS is available" 120 kubectl -n kube-system wait --for=condition=Available deploy/coredns --timeout=1s
 await "metrics-server is available" 120 kubectl -n kube-system wait --for=condition=Available deploy/metrics-server --timeout=1s
 kube_say "up in $(($(date +%s) - start))s: export KUBECONFIG=$KUBECONFIG_ADMIN"

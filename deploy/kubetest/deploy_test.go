@@ -38,6 +38,7 @@ func TestKubeDeploy(t *testing.T) {
 	stepRollout(t, d, &got)
 	stepEvict(t, &got)
 	stepKill(t, d, &got)
+	stepRedisRestart(t, d, &got)
 	t.Logf("figures:\n  %s", strings.Join(got, "\n  "))
 }
 
@@ -53,6 +54,12 @@ func stepApply(t *testing.T, got *figures) deployment {
 	}
 	mustKubectl(t, 3*time.Minute, "-n", namespace, "wait", "--for=condition=Ready", "pod", "--all", "--timeout=2m")
 	got.add(t, "apply: every Pod Ready %v after kubectl apply -k deploy/kube", time.Since(start).Round(time.Second))
+	// Redis's data is on the base's own claims, bound by the cluster's default StorageClass.
+	claims := mustKubectl(t, time.Minute, "-n", namespace, "get", "pvc", "-l", "app.kubernetes.io/name=redis",
+		"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.phase}/{.spec.storageClassName} {end}`)
+	if want := "data-redis-0=Bound/likes-local data-redis-1=Bound/likes-local data-redis-2=Bound/likes-local"; strings.TrimSpace(claims) != want {
+		t.Fatalf("Redis's claims: %q; want %q", claims, want)
+	}
 	return deployment{writer: serviceURL(t, "writer-svc", 8080), fanout: serviceURL(t, "fanout-svc", 8090)}
 }
 

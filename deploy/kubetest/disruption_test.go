@@ -169,3 +169,61 @@ func stepKill(t *testing.T, d deployment, got *figures) {
 	got.add(t, "kill: Pod %s with %.0f viewers deleted with --grace-period=0 --force; every viewer on the like sent after it %v later; 4 Pods Ready again %v after the kill",
 		victim.Metadata.Name, most, converged.Round(time.Millisecond), time.Since(start).Round(time.Second))
 }
+
+// stepRedisRestart deletes every Redis data Pod at once, as a node reboot or an operator's
+// mistake would. Each comes back on its own volume (the claims of deploy/base's
+// volumeClaimTemplates): the primary reloads its append-only file, so every acknowledged like is
+// still counted, and the writers and fanout nodes find Redis again by themselves. On emptyDir,
+// every like would be gone.
+func stepRedisRestart(t *testing.T, d deployment, got *figures) {
+	const posts = 10
+	post := func(i int) string { return fmt.Sprint("kube-redis-", i) }
+	s := session(t, d)
+	for i := range posts {
+		if code, reply, err := clienttest.TryLikeAs(d.writer, post(i), s); err != nil || code != 200 || reply.Count != 1 {
+			t.Fatalf("like %s: %d %+v %v", post(i), code, reply, err)
+		}
+	}
+	viewers := audience(t, d, post(0), 8)
+	defer closeAll(viewers)
+	start := time.Now()
+	mustKubectl(t, 2*time.Minute, "-n", namespace, "delete", "pod", "-l", "app.kubernetes.io/name=redis", "--wait=true")
+	gone := time.Since(start)
+	mustKubectl(t, 4*time.Minute, "-n", namespace, "rollout", "status", "statefulset/redis", "--timeout=3m")
+	mustKubectl(t, 3*time.Minute, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app.kubernetes.io/name=redis", "--timeout=2m")
+	ready := time.Since(start)
+	var answered time.Duration
+	await(t, 2*time.Minute, 250*time.Millisecond, "the writer to count again after Redis came back", func() error {
+		_, err := clienttest.TryCountOf(d.writer, post(0))
+		answered = time.Since(start)
+		return err
+	})
+	for i := range posts {
+		if n := clienttest.CountOf(t, d.writer, post(i)); n != 1 {
+			t.Fatalf("after every Redis Pod was deleted, %s counts %d; its acknowledged like is lost", post(i), n)
+		}
+	}
+	// The same user again, then a new one: the first is already counted (the dedup set came back
+	// too), the second reaches the viewers (the fanout nodes subscribed again). A like may get 503
+	// while the replicas resync (a write needs one), and is retried by the same user.
+	likeOnce := func(s clienttest.Session, want int64) {
+		await(t, time.Minute, 250*time.Millisecond, "a like of "+post(0)+" after Redis came back", func() error {
+			code, reply, err := clienttest.TryLikeAs(d.writer, post(0), s)
+			if err != nil {
+				return err
+			}
+			if code != 200 {
+				return fmt.Errorf("like: %d", code)
+			}
+			if reply.Count != want {
+				t.Fatalf("a like of %s after Redis came back counts %d; want %d", post(0), reply.Count, want)
+			}
+			return nil
+		})
+	}
+	likeOnce(s, 1)
+	likeOnce(session(t, d), 2)
+	clienttest.WaitCount(t, time.Minute, post(0), 2, viewers...)
+	got.add(t, "redis: all 3 data Pods deleted (gone in %v, each shutting down gracefully); Ready again on their volumes %v after the delete, the writer counting at %v with all %d acknowledged likes; a new like on every viewer %v after the delete",
+		gone.Round(100*time.Millisecond), ready.Round(time.Second), answered.Round(100*time.Millisecond), posts, time.Since(start).Round(100*time.Millisecond))
+}

@@ -3,6 +3,7 @@ package clienttest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -156,16 +157,26 @@ func (f *LikeFlow) Failed() int64 { return f.failed.Load() }
 // it does not answer 200 with a count.
 func CountOf(t testing.TB, writerURL, post string) int64 {
 	t.Helper()
+	n, err := TryCountOf(writerURL, post)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TryCountOf is CountOf for a test that waits out a writer which cannot answer yet (its Redis
+// restarting): an answer other than 200 with a count is an error.
+func TryCountOf(writerURL, post string) (int64, error) {
 	resp, err := writerClient.Get(writerURL + "/count/" + post)
 	if err != nil {
-		t.Fatalf("GET /count/%s: %v", post, err)
+		return 0, fmt.Errorf("GET /count/%s: %w", post, err)
 	}
 	defer resp.Body.Close()
 	var r LikeReply
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil {
-		t.Fatalf("GET /count/%s: %d", post, resp.StatusCode)
+		return 0, fmt.Errorf("GET /count/%s: %d", post, resp.StatusCode)
 	}
-	return r.Count
+	return r.Count, nil
 }
 
 // ReactionsOf asks the writer (or a balancer in front of it) for a post's reaction counts per

@@ -9,6 +9,7 @@
 #   KUBE_RUN    /run/likes-kube       sockets, pid files, containerd's state and the pods'
 #               network namespaces
 #   KUBE_LOGS   $KUBE_STATE/log       one log per component
+#   KUBE_VOLUMES $KUBE_STATE/volumes  the local volumes (Redis's data)
 #   the bridge  likeskube0 (10.244.0.1/24): the node's address and every pod's gateway
 # Services get 10.96.0.0/16 (the API at 10.96.0.1, DNS at 10.96.0.10), which kube-proxy's
 # iptables rules answer on this machine only.
@@ -21,6 +22,7 @@ KUBE_STATE=${KUBE_STATE:-/var/lib/likes-kube}
 KUBE_RUN=${KUBE_RUN:-/run/likes-kube}
 KUBE_LOGS=$KUBE_STATE/log
 KUBE_PKI=$KUBE_STATE/pki
+KUBE_VOLUMES=$KUBE_STATE/volumes
 KUBECONFIG_ADMIN=$KUBE_STATE/admin.kubeconfig
 KUBE_NODE=likes-kube
 KUBE_BRIDGE=likeskube0
