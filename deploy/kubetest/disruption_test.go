@@ -223,7 +223,8 @@ func stepRedisRestart(t *testing.T, d deployment, got *figures) {
 	}
 	likeOnce(s, 1)
 	likeOnce(session(t, d), 2)
+	acked := time.Since(start)
 	clienttest.WaitCount(t, time.Minute, post(0), 2, viewers...)
-	got.add(t, "redis: all 3 data Pods deleted (gone in %v, each shutting down gracefully); Ready again on their volumes %v after the delete, the writer counting at %v with all %d acknowledged likes; a new like on every viewer %v after the delete",
-		gone.Round(100*time.Millisecond), ready.Round(time.Second), answered.Round(100*time.Millisecond), posts, time.Since(start).Round(100*time.Millisecond))
+	got.add(t, "redis: all 3 data Pods deleted (gone in %v, each shutting down gracefully); Ready again on their volumes %v after the delete, the writer counting at %v with all %d acknowledged likes; a new like acknowledged at %v, on every viewer at %v",
+		gone.Round(100*time.Millisecond), ready.Round(time.Second), answered.Round(100*time.Millisecond), posts, acked.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 }
