@@ -29,6 +29,7 @@ var repoRoot = func() string {
 const (
 	kubeVersion = "v1.34.2"
 	kubeconfig  = "/var/lib/likes-kube/admin.kubeconfig"
+	kubeLogs    = "/var/lib/likes-kube/log"
 	namespace   = "likes"
 )
 
@@ -46,6 +47,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	clienttest.CloseIdleConnections()
+	if code != 0 && cluster.skip == "" {
+		dumpCluster()
+	}
 	if cluster.started && os.Getenv("LIKES_KUBE_KEEP") != "1" {
 		if out, err := script(5*time.Minute, "scripts/kube-down.sh"); err != nil {
 			fmt.Fprintf(os.Stderr, "kubetest: kube-down failed: %v\n%s\n", err, out)
@@ -59,6 +63,25 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// dumpCluster prints what a failed run needs to be understood after the cluster is gone: the
+// Pods, the recent events, the services' last log lines and the tails of the kubelet's and
+// containerd's logs.
+func dumpCluster() {
+	for _, args := range [][]string{
+		{"get", "pods", "-A", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"-n", namespace, "logs", "-l", "app.kubernetes.io/name=fanout-svc", "--tail=20", "--prefix"},
+		{"-n", namespace, "logs", "-l", "app.kubernetes.io/name=writer-svc", "--tail=20", "--prefix"},
+	} {
+		out, err := kubectl(30*time.Second, "", args...)
+		fmt.Fprintf(os.Stderr, "kubetest: kubectl %s (%v):\n%s\n", strings.Join(args, " "), err, tail(out, 8000))
+	}
+	for _, log := range []string{"kubelet.log", "containerd.log"} {
+		b, err := os.ReadFile(filepath.Join(kubeLogs, log))
+		fmt.Fprintf(os.Stderr, "kubetest: the end of %s (%v):\n%s\n", log, err, tail(string(b), 8000))
+	}
 }
 
 // startCluster starts the cluster unless it runs already. It returns why where the suite cannot

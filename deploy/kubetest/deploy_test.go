@@ -82,13 +82,25 @@ func stepLike(t *testing.T, d deployment) {
 	for i := range viewers {
 		viewers[i] = clienttest.Watch(t, d.fanout+"/sse/"+post)
 	}
-	poll.Until(t, 30*time.Second, "every fanout Pod to hold some of the 24 viewers", func() bool {
-		for _, p := range fanout {
-			if n, err := viewersOn(p); err != nil || n <= before[p.Metadata.Name] {
-				return false
+	// Two minutes, not seconds: a Pod that just became Ready can still refuse streams for a moment
+	// (its Redis guard), and the viewers it refuses come back on their own retry delays.
+	poll.Check(t, 2*time.Minute, func() error {
+		held, connected := []string{}, 0
+		for _, v := range viewers {
+			if v.Connected() {
+				connected++
 			}
 		}
-		return true
+		all := true
+		for _, p := range fanout {
+			n, err := viewersOn(p)
+			held = append(held, fmt.Sprintf("%s %v (before %v, %v)", p.Metadata.Name, n, before[p.Metadata.Name], err))
+			all = all && err == nil && n > before[p.Metadata.Name]
+		}
+		if !all {
+			return fmt.Errorf("every fanout Pod to hold some of the 24 viewers (%d connected): %s", connected, strings.Join(held, ", "))
+		}
+		return nil
 	})
 	code, reply, err := clienttest.TryLikeAs(d.writer, post, session(t, d))
 	if err != nil || code != 200 || !reply.Liked {

@@ -187,7 +187,7 @@ func stepRedisRestart(t *testing.T, d deployment, got *figures) {
 	viewers := audience(t, d, post(0), 8)
 	defer closeAll(viewers)
 	start := time.Now()
-	mustKubectl(t, 2*time.Minute, "-n", namespace, "delete", "pod", "-l", "app.kubernetes.io/name=redis", "--wait=true")
+	mustKubectl(t, 5*time.Minute, "-n", namespace, "delete", "pod", "-l", "app.kubernetes.io/name=redis", "--wait=true", "--timeout=4m")
 	gone := time.Since(start)
 	mustKubectl(t, 4*time.Minute, "-n", namespace, "rollout", "status", "statefulset/redis", "--timeout=3m")
 	mustKubectl(t, 3*time.Minute, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app.kubernetes.io/name=redis", "--timeout=2m")
