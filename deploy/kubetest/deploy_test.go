@@ -82,8 +82,9 @@ func stepLike(t *testing.T, d deployment) {
 	for i := range viewers {
 		viewers[i] = clienttest.Watch(t, d.fanout+"/sse/"+post)
 	}
-	// Two minutes, not seconds: a Pod that just became Ready can still refuse streams for a moment
-	// (its Redis guard), and the viewers it refuses come back on their own retry delays.
+	// Two minutes, not seconds: on this busy node a run saw every exec and HTTP probe time out for
+	// 20 s just after the Pods were Ready, and viewers whose first connects fail come back on their
+	// own retry delays.
 	poll.Check(t, 2*time.Minute, func() error {
 		held, connected := []string{}, 0
 		for _, v := range viewers {
