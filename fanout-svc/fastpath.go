@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
 	"sync/atomic"
+	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
@@ -20,24 +24,28 @@ const streamPrefix = "GET /sse"
 // fastListen puts the fast accept path (fastaccept) in front of the node's listener: the hub's
 // shards accept connections themselves, and an SSE connect is read, admitted and handed to the
 // hub by the stream handler's ServeConn on the shard's own loop, without net/http and without a
-// goroutine or a hand-over between accept and the first frame (issue 21 §2: net/http's
-// per-connection buffers, request, routing and middleware were a third of the node's CPU per
-// connect, and the hops between goroutines most of the rest at a low connect rate). Everything
-// else reaches the returned listener, which net/http serves as before. A head must arrive within
-// the server's ReadHeaderTimeout, as net/http's must; the shards judge it within
-// fastaccept.TickEvery.
+// goroutine or a hand-over between accept and the first frame (net/http's per-connection
+// buffers, request, routing and middleware were a third of the node's CPU per connect, and the
+// hops between goroutines most of the rest at a low connect rate). Everything else reaches the
+// returned listener, which net/http serves as before. A head must arrive within the server's
+// ReadHeaderTimeout, as net/http's must; the shards judge it within fastaccept.TickEvery.
 //
 // A stream whose setup waits on Redis (a post the node does not know yet) is served on a
 // goroutine of its own (fastaccept.Blocking), so that no loop waits for it.
-func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, log *zap.Logger) (*fastaccept.Listener, error) {
+func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
 	var pauses atomic.Int64
 	onPause := func(err error) { // on a shard's loop: log the first pause and every 100th after
 		if n := pauses.Add(1); n == 1 || n%100 == 0 {
 			log.Warn("accept failed; the shard stops accepting for a moment", zap.Error(err), zap.Int64("pauses", n))
 		}
 	}
-	ln, err := fastaccept.Listen(inner, fastaccept.Config{Prefix: streamPrefix, HeadTimeout: o.ReadHeaderTimeout, OnPause: onPause},
-		fastStreams(streams, guard, m, log))
+	panics := &loopPanics{log: log}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "likes_fanout_loop_panics_total",
+		Help: "Panics recovered while an event loop read or served one connection's request head; that connection was closed, every other kept.",
+	}, func() float64 { return float64(panics.n.Load()) }))
+	ln, err := fastaccept.Listen(inner, fastaccept.Config{Prefix: streamPrefix, HeadTimeout: o.ReadHeaderTimeout,
+		OnPause: onPause, OnPanic: panics.recovered}, fastStreams(streams, guard, m))
 	if err != nil {
 		return nil, err
 	}
@@ -45,22 +53,38 @@ func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream
 	return ln, nil
 }
 
+// loopPanics counts and logs the panics fastaccept recovered on the node's loops. A panic there
+// is a bug reached by some client's bytes: the node closes that one connection and goes on, so
+// that no request can take the node's viewers down with it.
+type loopPanics struct {
+	n           atomic.Int64
+	log         *zap.Logger
+	keepInTests bool // the test of the recovery itself
+}
+
+// recovered logs the panic with the head's length and a hash of it, never the bytes themselves
+// (they may carry another user's headers), so that the same input can be recognised across logs.
+// In a test binary it panics again: a test must fail on the bug, not pass on its recovery.
+func (p *loopPanics) recovered(rec any, head []byte) {
+	p.n.Add(1)
+	sum := sha256.Sum256(head)
+	p.log.Error("panic serving a connection on an event loop; the connection was closed",
+		zap.Any("panic", rec), zap.Int("head_bytes", len(head)), zap.String("head_sha256", hex.EncodeToString(sum[:8])),
+		zap.Stack("stack"))
+	if testing.Testing() && !p.keepInTests {
+		panic(rec)
+	}
+}
+
 // fastStreams serves a stream head with the stream handler, as the router's route would: the
 // request metrics count it under the same route, method and status; while the Redis guard
-// refuses streams, every one goes to net/http, whose guard middleware answers it; a panic is
-// logged and closes the connection, as net/http's recovery would.
-func fastStreams(streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, log *zap.Logger) fastaccept.Handler {
-	return func(c net.Conn, hd *fastaccept.Head, mayBlock bool) (out fastaccept.Outcome) {
+// refuses streams, every one goes to net/http, whose guard middleware answers it. A panic is
+// fastaccept's to recover (loopPanics).
+func fastStreams(streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics) fastaccept.Handler {
+	return func(c net.Conn, hd *fastaccept.Head, mayBlock bool) fastaccept.Outcome {
 		if guard.lost.Load() {
 			return fastaccept.Declined
 		}
-		defer func() {
-			if rec := recover(); rec != nil {
-				log.Error("stream panic", zap.Any("panic", rec), zap.Stack("stack"))
-				_ = c.Close()
-				out = fastaccept.Taken
-			}
-		}()
 		start := time.Now()
 		route, status, out := streams.ServeConn(c, hd, mayBlock)
 		if out == fastaccept.Taken {

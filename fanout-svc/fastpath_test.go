@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/likes/likes/pkg/clienttest"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redistest"
@@ -239,5 +242,30 @@ func TestFastPathLongHeadsGoToNetHTTP(t *testing.T) {
 	resp, _, _ = exchange(t, addr, streamRequest("/sse/fp1", "X-Pad: "+strings.Repeat("p", 40<<10)+"\r\n"))
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("head of 40 KiB: %d; want 431", resp.StatusCode)
+	}
+}
+
+// TestLoopPanicsAreCountedAndLoggedWithoutTheBytes: a recovered loop panic is counted and logged
+// with the head's length and hash, never the head itself (another user's headers).
+func TestLoopPanicsAreCountedAndLoggedWithoutTheBytes(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	p := &loopPanics{log: zap.New(core), keepInTests: true}
+	head := []byte("GET /sse/1 HTTP/1.1\r\nHost: a\r\nCookie: secret\r\n\r\n")
+	p.recovered("boom", head)
+	if p.n.Load() != 1 {
+		t.Fatalf("counted %d panics; want 1", p.n.Load())
+	}
+	entries := logs.All()
+	if len(entries) != 1 {
+		t.Fatalf("%d log entries; want 1", len(entries))
+	}
+	fields := entries[0].ContextMap()
+	if fields["head_bytes"] != int64(len(head)) || len(fmt.Sprint(fields["head_sha256"])) != 16 {
+		t.Errorf("logged %v; want the head's length and a 16-digit hash", fields)
+	}
+	for k, v := range fields {
+		if k != "stack" && strings.Contains(fmt.Sprint(v), "secret") {
+			t.Errorf("field %s holds the head's bytes: %v", k, v)
+		}
 	}
 }

@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	ln, err := fastListen(inner, h, cfg.Serve, streams, guard, metrics, log.Named("fast"))
+	ln, err := fastListen(inner, h, cfg.Serve, streams, guard, metrics, reg, log.Named("fast"))
 	if err != nil {
 		return err
 	}

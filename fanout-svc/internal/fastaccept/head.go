@@ -74,14 +74,26 @@ func headEnd(b []byte) int {
 	return -1
 }
 
+// ReadHead reads b as one whole request head, as the loop does: it reports false for bytes that
+// are not exactly one head through its blank line, and for anything parse leaves to net/http.
+// Tests that compare the fast path with net/http read heads through it.
+func ReadHead(b []byte) (Head, bool) {
+	var h Head
+	if headEnd(b) != len(b) || !parse(b, &h) {
+		return Head{}, false
+	}
+	return h, true
+}
+
 // parse checks the head b (through its blank line) and returns it, or false for anything the
 // loop leaves to net/http: a head net/http might read differently, refuse, or follow with a body
-// or another protocol.
+// or another protocol. It is called on bytes any client sent: no input may make it panic
+// (FuzzReadHead).
 func parse(b []byte, h *Head) bool {
-	i := bytes.Index(b, []byte("\r\n"))
-	if i < 0 {
-		return false
+	if !bytes.HasSuffix(b, []byte("\r\n\r\n")) {
+		return false // ends in a bare-LF blank line (headEnd finds those too): net/http's
 	}
+	i := bytes.Index(b, []byte("\r\n")) // the request line's end; at most len(b)-4
 	line := b[:i]
 	sp1 := bytes.IndexByte(line, ' ')
 	if sp1 <= 0 {
@@ -109,8 +121,13 @@ func parse(b []byte, h *Head) bool {
 		if c <= ' ' || c >= 0x7f || c == '#' {
 			return false
 		}
-		if c == '?' && h.pathEnd == len(target) {
-			h.pathEnd = j
+		if h.pathEnd == len(target) {
+			switch c {
+			case '?':
+				h.pathEnd = j
+			case '%':
+				return false // an escape in the path: net/http unescapes (or refuses) it
+			}
 		}
 	}
 	if !httpguts.ValidHeaderFieldName(string(line[:sp1])) {

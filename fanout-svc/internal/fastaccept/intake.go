@@ -226,7 +226,24 @@ func (in *Intake) readMore(p *pendingHead) {
 
 // serve decides what the n bytes read of c's head in buf call for: the handler, net/http, or
 // more reading. p is c's pending entry, if it has one.
+//
+// A panic in reading or serving the head (a bug no fuzzer found) ends with this connection
+// closed and reported to Config.OnPanic, never with the loop, and every viewer it holds, gone.
 func (in *Intake) serve(c *Conn, buf []byte, n int, p *pendingHead) {
+	done := false // p is out of the poller: its buffer goes back to the pool once nothing reads it
+	defer func() {
+		if rec := recover(); rec != nil {
+			in.l.panicked(rec, buf[:n])
+			if p != nil && !p.done {
+				in.unwatch(p)
+				done = true
+			}
+			_ = c.Close()
+		}
+		if done {
+			in.release(p)
+		}
+	}()
 	prefix := in.l.cfg.Prefix
 	end := -1
 	if k := min(n, len(prefix)); !bytes.Equal(buf[:k], []byte(prefix[:k])) {
@@ -242,7 +259,7 @@ func (in *Intake) serve(c *Conn, buf []byte, n int, p *pendingHead) {
 	}
 	if p != nil {
 		in.unwatch(p)
-		defer in.release(p) // after the handler and the copies: buf is p's
+		done = true // released after the handler and the copies: buf is p's
 	}
 	if end >= 0 && end == n {
 		var h Head
@@ -304,6 +321,12 @@ func (l *Listener) serveBlocking(c *Conn, head []byte) {
 	l.wg.Add(1)
 	go func() { // exits when the handler returns
 		defer l.wg.Done()
+		defer func() {
+			if rec := recover(); rec != nil {
+				l.panicked(rec, head)
+				_ = c.Close()
+			}
+		}()
 		var h Head
 		if parse(head, &h) && l.handler(c, &h, true) == Taken {
 			return

@@ -55,6 +55,11 @@ type Config struct {
 	// OnPause, if set, is told why a loop stopped accepting for a while (out of descriptors or
 	// memory: accept4's EMFILE, ENFILE, ENOBUFS, ENOMEM). It runs on the loop and must not block.
 	OnPause func(err error)
+	// OnPanic, if set, is told of a panic recovered while a loop (or a Blocking handler's
+	// goroutine) read or served one connection's head, with the head as read; that connection is
+	// closed, the loop goes on. It runs where the panic was and must not block; it may panic
+	// itself, which ends the process (tests do, so that a bug fails them).
+	OnPanic func(p any, head []byte)
 }
 
 // Listener owns a listening socket that event loops accept from themselves (Attach), and is the
@@ -224,4 +229,11 @@ func (l *Listener) give(c *Conn, read []byte) {
 			_ = nc.Close()
 		}
 	}()
+}
+
+// panicked reports a recovered panic to Config.OnPanic.
+func (l *Listener) panicked(p any, head []byte) {
+	if l.cfg.OnPanic != nil {
+		l.cfg.OnPanic(p, head)
+	}
 }

@@ -3,10 +3,13 @@ package fastaccept
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -246,5 +249,47 @@ func TestHalfClosedRequestIsAnswered(t *testing.T) {
 	defer resp.Body.Close()
 	if b, _ := io.ReadAll(resp.Body); string(b) != "GET /other " {
 		t.Errorf("got %q; want net/http's answer", b)
+	}
+}
+
+// TestLoopSurvivesAPanic: a panic while serving one head (on the loop, or on a Blocking
+// handler's goroutine) closes that connection and is reported with the head; the loop goes on
+// serving the next.
+func TestLoopSurvivesAPanic(t *testing.T) {
+	var heads []string
+	var mu sync.Mutex
+	cfg := Config{Prefix: "GET /", OnPanic: func(p any, head []byte) {
+		mu.Lock()
+		heads = append(heads, fmt.Sprint(p)+" "+string(head))
+		mu.Unlock()
+	}}
+	l := startListener(t, cfg, func(c net.Conn, h *Head, mayBlock bool) Outcome {
+		switch string(h.Path()) {
+		case "/boom":
+			panic("boom")
+		case "/slowboom":
+			if !mayBlock {
+				return Blocking
+			}
+			panic("slowboom")
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfast")
+		_ = c.Close()
+		return Taken
+	})
+	for _, path := range []string{"/boom", "/slowboom"} {
+		c := dialSending(t, l, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+			t.Errorf("%s: read %d, %v; want the connection closed", path, n, err)
+		}
+		if got := roundTrip(t, l.Addr().String(), "GET /fast HTTP/1.1\r\nHost: a\r\n\r\n"); got != "fast" {
+			t.Fatalf("after %s: got %q; want the loop still serving", path, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"boom GET /boom HTTP/1.1\r\nHost: a\r\n\r\n", "slowboom GET /slowboom HTTP/1.1\r\nHost: a\r\n\r\n"}
+	if !slices.Equal(heads, want) {
+		t.Errorf("reported %q; want %q", heads, want)
 	}
 }

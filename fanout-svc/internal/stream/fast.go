@@ -35,22 +35,8 @@ const (
 // answers fastaccept.Blocking, having taken nothing, for one that would wait on Redis (a
 // subscription or a snapshot), which the loop then hands to a goroutine that calls it again.
 func (h *Handler) ServeConn(conn net.Conn, hd *fastaccept.Head, mayBlock bool) (route string, status int, out fastaccept.Outcome) {
-	if hd.Method != http.MethodGet {
-		return "", 0, fastaccept.Declined
-	}
-	var req streamRequest
-	var err error
-	switch path := hd.Path(); {
-	case string(path) == RouteMulti:
-		route = RouteMulti
-		req, err = multiRequest(hd.RawQuery(), hd.Get("Last-Event-ID"), h.cfg.MaxPosts)
-	case len(path) > len("/sse/") && string(path[:len("/sse/")]) == "/sse/" && ids.ValidPostID(string(path[len("/sse/"):])) == nil:
-		route = RouteSingle
-		req, err = singleRequest(string(path[len("/sse/"):]), hd.RawQuery(), hd.Get("Last-Event-ID"))
-	default:
-		return "", 0, fastaccept.Declined // the router's, even if only to answer 404 or 400
-	}
-	if err != nil {
+	route, req, ok := fastRequest(hd, h.cfg.MaxPosts)
+	if !ok {
 		return "", 0, fastaccept.Declined
 	}
 	var src source
@@ -74,6 +60,28 @@ func (h *Handler) ServeConn(conn net.Conn, hd *fastaccept.Head, mayBlock bool) (
 	}
 	h.handOver(conn, v, req)
 	return route, http.StatusOK, fastaccept.Taken
+}
+
+// fastRequest reads a stream request from a head the fast accept loop read, by the rules the
+// routed handlers apply to net/http's reading of the same bytes (FuzzFastRequestMatchesRouter);
+// ok false leaves the head to net/http: another path or method, or anything the router answers
+// 404 or 400, which it then does exactly as before.
+func fastRequest(hd *fastaccept.Head, maxPosts int) (route string, req streamRequest, ok bool) {
+	if hd.Method != http.MethodGet {
+		return "", streamRequest{}, false
+	}
+	var err error
+	switch path := hd.Path(); {
+	case string(path) == RouteMulti:
+		route = RouteMulti
+		req, err = multiRequest(hd.RawQuery(), hd.Get("Last-Event-ID"), maxPosts)
+	case len(path) > len("/sse/") && string(path[:len("/sse/")]) == "/sse/" && ids.ValidPostID(string(path[len("/sse/"):])) == nil:
+		route = RouteSingle
+		req, err = singleRequest(string(path[len("/sse/"):]), hd.RawQuery(), hd.Get("Last-Event-ID"))
+	default:
+		return "", streamRequest{}, false
+	}
+	return route, req, err == nil
 }
 
 // wouldWait is admitNow's answer for a stream whose setup would wait on Redis; it is never

@@ -74,7 +74,7 @@ func (h *Handler) SetDraining() { h.draining.Store(true) }
 func (h *Handler) Draining() bool { return h.draining.Load() }
 
 func (h *Handler) serveSingle(w http.ResponseWriter, r *http.Request) {
-	req, err := singleRequest(chi.URLParam(r, "postID"), r.URL.RawQuery, r.Header.Get("Last-Event-ID"))
+	req, err := routedSingle(r)
 	if err != nil {
 		serve.Error(w, http.StatusBadRequest, err.Error())
 		return
@@ -83,12 +83,22 @@ func (h *Handler) serveSingle(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveMulti(w http.ResponseWriter, r *http.Request) {
-	req, err := multiRequest(r.URL.RawQuery, r.Header.Get("Last-Event-ID"), h.cfg.MaxPosts)
+	req, err := routedMulti(r, h.cfg.MaxPosts)
 	if err != nil {
 		serve.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	h.stream(w, r, req)
+}
+
+// routedSingle reads GET /sse/{postID} as net/http and the router delivered it.
+func routedSingle(r *http.Request) (streamRequest, error) {
+	return singleRequest(chi.URLParam(r, "postID"), r.URL.RawQuery, r.Header.Get("Last-Event-ID"))
+}
+
+// routedMulti reads GET /sse as net/http and the router delivered it.
+func routedMulti(r *http.Request, maxPosts int) (streamRequest, error) {
+	return multiRequest(r.URL.RawQuery, r.Header.Get("Last-Event-ID"), maxPosts)
 }
 
 // stream admits a stream that came through net/http, takes its connection and gives it to the
@@ -114,7 +124,7 @@ func (h *Handler) handOver(conn net.Conn, v hub.Viewer, req streamRequest) {
 	_ = conn.SetDeadline(time.Time{}) // the hub never reads or writes through net's deadlines
 	v.Conn = conn
 	v.Multi = req.multi
-	v.Resume = req.resume
+	v.Resume = req.resume()
 	v.Preamble = h.preamble()
 	_ = h.hub.Add(v) // the hub owns the viewer now, also if it refuses it
 }

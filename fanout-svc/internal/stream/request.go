@@ -29,9 +29,19 @@ func parsePosts(list string, max int) ([]string, error) {
 // streamRequest is what a stream request asks for, read by the same rules whichever entry point
 // (net/http's router or the fast accept loop, fast.go) took its head.
 type streamRequest struct {
-	posts  []string
-	multi  bool
-	resume func(int, update.Update) bool // nil: not resuming
+	posts    []string
+	multi    bool
+	resuming bool
+	after    int64 // resuming: the version the client has, from its last event's id
+}
+
+// resume reports, for the hub, whether post i's state is news to the client; nil: all is news.
+func (r streamRequest) resume() func(int, update.Update) bool {
+	if !r.resuming {
+		return nil
+	}
+	after := r.after
+	return func(_ int, u update.Update) bool { return u.TS > after }
 }
 
 // singleRequest reads GET /sse/{post}: the post from the path, the resume id from the
@@ -42,7 +52,7 @@ func singleRequest(post, rawQuery, lastID string) (streamRequest, error) {
 	}
 	req := streamRequest{posts: []string{post}}
 	if last, ok := lastEventID(lastID, rawQuery); ok && last >= minVersionID {
-		req.resume = func(_ int, u update.Update) bool { return u.TS > last }
+		req.resuming, req.after = true, last
 	}
 	return req, nil
 }
@@ -70,7 +80,7 @@ func multiRequest(rawQuery, lastID string, maxPosts int) (streamRequest, error) 
 		lastID = q.Get("lastEventId")
 	}
 	if last, ok := parseEventID(lastID); ok {
-		req.resume = func(_ int, u update.Update) bool { return u.TS > last }
+		req.resuming, req.after = true, last
 	}
 	return req, nil
 }

@@ -63,15 +63,15 @@ func TestLastEventID(t *testing.T) {
 func TestSingleResumeForms(t *testing.T) {
 	const ver = 1_800_000_000_000_000
 	req, err := singleRequest("p", "", "1800000000000000")
-	if err != nil || req.resume == nil {
+	if err != nil || !req.resuming {
 		t.Fatalf("a version id: %+v, %v; want a resume", req, err)
 	}
-	if req.resume(0, update.Update{PostID: "p", Count: 9, TS: ver}) || !req.resume(0, update.Update{PostID: "p", Count: 9, TS: ver + 1}) {
+	if req.resume()(0, update.Update{PostID: "p", Count: 9, TS: ver}) || !req.resume()(0, update.Update{PostID: "p", Count: 9, TS: ver + 1}) {
 		t.Error("a version id: want the state sent only when its version is newer")
 	}
 	for _, old := range []string{"0", "42", "999999999999999"} {
-		if req, err := singleRequest("p", "lastEventId="+old, ""); err != nil || req.resume != nil {
-			t.Errorf("old-form id %s: resume %v, %v; want none (a full snapshot)", old, req.resume != nil, err)
+		if req, err := singleRequest("p", "lastEventId="+old, ""); err != nil || req.resuming {
+			t.Errorf("old-form id %s: resume %v, %v; want none (a full snapshot)", old, req.resuming, err)
 		}
 	}
 }
