@@ -94,6 +94,9 @@ func parse(b []byte, h *Head) bool {
 		return false // ends in a bare-LF blank line (headEnd finds those too): net/http's
 	}
 	i := bytes.Index(b, []byte("\r\n")) // the request line's end; at most len(b)-4
+	if i < 0 {
+		return false
+	}
 	line := b[:i]
 	sp1 := bytes.IndexByte(line, ' ')
 	if sp1 <= 0 {

@@ -38,7 +38,7 @@ func TestParseLeavesOddHeadsToNetHTTP(t *testing.T) {
 		"GET /sse/1 HTTP/1.1\nHost: a\n\n",                                     // bare LF
 		"GET /sse/1 HTTP/1.0\r\n\n",                                            // bare-LF blank line, no headers
 		"GET /sse/1 HTTP/1.1\r\nHost: a\r\n\n",                                 // bare-LF blank line
-		"GET /sse/%31 HTTP/1.1\r\nHost: a\r\n\r\n",                              // an escape in the path
+		"GET /sse/%31 HTTP/1.1\r\nHost: a\r\n\r\n",                             // an escape in the path
 		"GET /sse/1 HTTP/1.1\r\n\r\n",                                          // no Host on 1.1
 		"GET /sse/1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",                    // two Hosts
 		"GET /sse/1 HTTP/1.1\r\nHost: a b\r\n\r\n",                             // bad Host
