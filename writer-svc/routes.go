@@ -26,6 +26,9 @@ type routerDeps struct {
 	corsOrigins []string
 }
 
+// maxBody bounds a request's body: the API's are a small JSON object or none.
+const maxBody = 64 << 10
+
 // corsMaxAge lets browsers cache a preflight answer for ten minutes.
 const corsMaxAge = 600
 
@@ -34,7 +37,7 @@ const corsMaxAge = 600
 // otherwise reply 405 to an OPTIONS request.
 func newRouter(d routerDeps) http.Handler {
 	r := chi.NewRouter()
-	r.Use(serve.NewRequestMetrics(d.registry, metricsNamespace).Middleware, serve.Recover(d.log))
+	r.Use(serve.NewRequestMetrics(d.registry, metricsNamespace).Middleware, serve.Recover(d.log), serve.LimitBody(maxBody))
 	if len(d.corsOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: d.corsOrigins,

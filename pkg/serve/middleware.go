@@ -33,6 +33,23 @@ func Recover(log *zap.Logger) func(http.Handler) http.Handler {
 	}
 }
 
+// LimitBody refuses a request whose declared body is over max bytes with a 413, before any
+// handler (and so any Redis call) sees it, and caps a body of unknown length at max, so that no
+// request can make a server read or hold more than that. The API's bodies are small JSON or none.
+func LimitBody(max int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > max {
+				w.Header().Set("Connection", "close") // net/http would read up to 256 KiB of it otherwise
+				Error(w, http.StatusRequestEntityTooLarge, "request body too large")
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // RequestMetrics counts requests by route pattern, method and status, and times them.
 type RequestMetrics struct {
 	requests *prometheus.CounterVec

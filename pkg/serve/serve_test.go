@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,5 +67,27 @@ func TestHealth(t *testing.T) {
 		if tt.want == 503 && !strings.Contains(resp.Header.Get("Content-Type"), "json") {
 			t.Errorf("503 is not JSON")
 		}
+	}
+}
+
+// TestLimitBody: a declared body over the limit is refused with a JSON 413 before the handler
+// runs; a chunked one is cut at the limit, so the handler's read fails.
+func TestLimitBody(t *testing.T) {
+	var ran, readErr bool
+	h := LimitBody(8)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran = true
+		_, err := io.ReadAll(r.Body)
+		readErr = err != nil
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("123456789")))
+	if rec.Code != http.StatusRequestEntityTooLarge || ran || !strings.Contains(rec.Body.String(), `"error"`) {
+		t.Errorf("9 bytes over a limit of 8: %d %q, handler ran %v; want a JSON 413 and no handler", rec.Code, rec.Body, ran)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("123456789"))
+	req.ContentLength = -1 // chunked: length unknown
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if !ran || !readErr {
+		t.Errorf("chunked body over the limit: handler ran %v, read failed %v; want its read cut", ran, readErr)
 	}
 }
