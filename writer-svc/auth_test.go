@@ -191,8 +191,12 @@ func TestLikeAddrRateLimit(t *testing.T) {
 				name, got.Status, got.Header.Get("Retry-After"), got.Raw)
 		}
 	}
+	// Unlikes spend the same budget: a flood of them would cost a script call each.
+	if got := a.do(t, http.MethodDelete, "/like/farm", "X-User-ID: fresh-0", "X-Forwarded-For: 203.0.113.7"); got.Status != http.StatusTooManyRequests {
+		t.Errorf("an unlike from the address past its budget: %d %s; want 429", got.Status, got.Raw)
+	}
 	if n := a.count(t, "farm"); n != 3 || a.dedupKeys(t, "farm") != 3 {
-		t.Errorf("refused likes changed post farm: count %d; want 3", n)
+		t.Errorf("refused likes or unlikes changed post farm: count %d; want 3", n)
 	}
 	wantLike(t, from(b, "neighbour", "203.0.113.8"), "farm", 4, true) // another address has its own budget
 	if ttl := a.RDB.PTTL(context.Background(), keys.LikeAddrRate("203.0.113.7")).Val(); ttl <= 0 || ttl > time.Minute {

@@ -138,16 +138,19 @@ func appendLikeReply(dst []byte, post string, count int64, liked bool) []byte {
 	return append(dst, "}\n"...)
 }
 
-// apply stores the change; only likes pass the rate limits, the client address's first.
+// apply stores the change. Likes and unlikes both pass the client address's limit: an unlike of a
+// post not liked changes nothing but still costs a script call, so a flood of them must be bounded
+// like one of likes. Only likes then pass the user's own limit (like/unlike churn by one user is
+// bounded by it: an unlike needs a like before it to change anything).
 func (h *Handler) apply(r *http.Request, op, post, user string) (Result, error) {
 	ctx := r.Context()
-	if op == opUnlike {
-		return h.changes.Unlike(ctx, post, user)
-	}
 	if h.addrs != nil {
 		if err := allow(ctx, h.addrs, clientip.Source(h.clients.Addr(r)), true); err != nil {
 			return Result{}, err
 		}
+	}
+	if op == opUnlike {
+		return h.changes.Unlike(ctx, post, user)
 	}
 	if h.limit != nil {
 		id := user
@@ -191,9 +194,8 @@ func (h *Handler) parse(r *http.Request) (post, user string, err error) {
 	return post, user, nil
 }
 
-// allow asks l whether id (a user, or a client address when perAddr) may like now; a refusal is a
-// limitedError, a 429 with Retry-After. Only likes are limited: an unlike of a post not liked
-// changes nothing, so like/unlike churn is bounded by the like limits.
+// allow asks l whether id (a user, or a client address when perAddr) may change a like now; a
+// refusal is a limitedError, a 429 with Retry-After.
 func allow(ctx context.Context, l Limiter, id string, perAddr bool) error {
 	wait, err := l.Allow(ctx, id)
 	if err != nil {

@@ -45,12 +45,13 @@ type Limiter struct {
 	rate     Rate
 	interval string // µs
 	burst    string
+	refused  *refusals // keys Redis refused, answered here until their Retry-After
 }
 
 // New returns a Limiter that counts a user's events under keys.RateLimit(user). A Limiter with
 // an Off rate allows all.
 func New(rdb redis.UniversalClient, keys rediskeys.Scheme, rate Rate) *Limiter {
-	l := &Limiter{rdb: rdb, key: keys.RateLimit, rate: rate}
+	l := &Limiter{rdb: rdb, key: keys.RateLimit, rate: rate, refused: newRefusals()}
 	if !rate.Off() {
 		l.interval = strconv.FormatInt(max(rate.Interval().Microseconds(), 1), 10)
 		l.burst = strconv.Itoa(rate.BurstSize())
@@ -79,13 +80,23 @@ func (l *Limiter) Load(ctx context.Context) error {
 
 // Allow counts one event for user and returns 0 when it is allowed, or how long until the user may
 // try again. An error means Redis could not be asked; the caller must not treat it as allowed.
+// Once Redis has refused user, this Limiter refuses it without Redis until the wait it was given
+// has passed (refusals).
 func (l *Limiter) Allow(ctx context.Context, user string) (retryAfter time.Duration, err error) {
 	if l.rate.Off() {
 		return 0, nil
 	}
-	ms, err := allowScript.Run(ctx, l.rdb, []string{l.key(user)}, l.interval, l.burst).Int64()
+	key := l.key(user)
+	if wait := l.refused.wait(key); wait > 0 {
+		return wait, nil // refused by Redis until then: no need to ask it again
+	}
+	ms, err := allowScript.Run(ctx, l.rdb, []string{key}, l.interval, l.burst).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rate limit: %w", err)
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	wait := time.Duration(ms) * time.Millisecond
+	if wait > 0 {
+		l.refused.refuse(key, wait)
+	}
+	return wait, nil
 }

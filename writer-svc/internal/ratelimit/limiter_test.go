@@ -2,9 +2,12 @@ package ratelimit
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
 )
@@ -117,5 +120,80 @@ func TestLimiterBurst(t *testing.T) {
 	again, err := l.Allow(ctx, "dave")
 	if err != nil || again <= 0 || again > wait {
 		t.Errorf("asked again: wait %v, %v; want 0 < wait <= %v", again, err, wait)
+	}
+}
+
+// evalCalls is how many scripts srv has run (EVALSHA and EVAL), from INFO commandstats.
+func evalCalls(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Client(t).Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if v, ok := strings.CutPrefix(line, cmd); ok {
+				calls, _ := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
+				n += calls
+			}
+		}
+	}
+	return n
+}
+
+// TestRefusedKeyCostsRedisNothingUntilItsRetryAfter: once Redis refused a user, the limiter
+// answers that user's next requests itself, with the remaining wait, until the Retry-After has
+// passed; then it asks Redis again and is allowed. Another replica, which has not seen the
+// refusal, still asks Redis.
+func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rate := Rate{N: 1, Window: 2 * time.Second} // long enough that a loaded machine stays within it
+	a, b := New(srv.Client(t), rlKeys, rate), New(srv.Client(t), rlKeys, rate)
+	if wait, err := a.Allow(ctx, "flood"); err != nil || wait != 0 {
+		t.Fatalf("first: %v, %v", wait, err)
+	}
+	first, err := a.Allow(ctx, "flood")
+	if err != nil || first <= 0 {
+		t.Fatalf("second: %v, %v; want refused", first, err)
+	}
+	calls := evalCalls(t, srv)
+	for range 1000 {
+		wait, err := a.Allow(ctx, "flood")
+		if err != nil || wait <= 0 || wait > first {
+			t.Fatalf("while refused: %v, %v; want 0 < wait <= %v", wait, err, first)
+		}
+		if wait < time.Millisecond*5 {
+			break // about to expire: what follows may ask Redis
+		}
+	}
+	if got := evalCalls(t, srv) - calls; got != 0 {
+		t.Errorf("%d script calls while the key was refused; want 0", got)
+	}
+	if wait, err := b.Allow(ctx, "flood"); err != nil || wait <= 0 {
+		t.Errorf("the other replica: %v, %v; want refused by Redis", wait, err)
+	}
+	if got := evalCalls(t, srv) - calls; got != 1 {
+		t.Errorf("the other replica made %d script calls; want 1", got)
+	}
+	poll.Until(t, 5*time.Second, "the refused user to be allowed after its Retry-After", func() bool {
+		wait, err := a.Allow(ctx, "flood")
+		return err == nil && wait == 0
+	})
+}
+
+// TestRefusalsAreBounded: a flood of distinct refused keys keeps at most the bound in memory.
+func TestRefusalsAreBounded(t *testing.T) {
+	r := newRefusals()
+	for i := range refusalStripes * stripeCap * 3 {
+		r.refuse("k"+strconv.Itoa(i), time.Minute)
+	}
+	if n := r.size(); n > refusalStripes*stripeCap {
+		t.Errorf("%d keys remembered; want at most %d", n, refusalStripes*stripeCap)
+	}
+	r.refuse("last", time.Minute)
+	if r.wait("last") <= 0 {
+		t.Error("the newest refusal was not kept")
 	}
 }
