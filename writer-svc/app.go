@@ -93,7 +93,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	likes := like.NewHandler(o)
 	warmUp(ctx, a.store, cmp.Or(limiter, addrLimiter), a.sessions, log) // both run one script
 	a.handler = newRouter(routerDeps{
-		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins,
+		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins, allowedOrigins: cfg.AllowedOrigins,
 		reads:    like.NewReader(rdb, keys, cfg.MaxReadPosts),
 		sessions: newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
 	})

@@ -34,6 +34,7 @@ type Config struct {
 	ReactionKinds    []string
 	ReactionInterval time.Duration
 	CORSOrigins      []string
+	AllowedOrigins   []string // origins whose pages may change likes and sessions; the own site always may
 	LikeRate         ratelimit.Rate
 	LikeRatePerPost  bool           // LikeRate counts per user and post, not per user across posts
 	LikeAddrRate     ratelimit.Rate // likes per client address, all its users together
@@ -153,6 +154,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
 	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", like.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
+	set.List(&c.AllowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", `comma-separated origins whose pages may like, unlike, react, start sessions and erase likes through a browser, besides the API's own site ("*" for any; empty: CORS_ORIGINS)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
 	set.Bool(&c.LikeRatePerPost, "like-rate-per-post", "LIKE_RATE_PER_POST", false, "count LIKE_RATE per user and post (bounds like/unlike toggling of one post) instead of per user across all posts (bounds a user's likes in a feed)")
 	set.String(&likeAddrRate, "like-addr-rate", "LIKE_ADDR_RATE", defaultLikeAddrRate, `likes per client address (an IPv6 /64 counts as one), all its users together, shared by all replicas; sized for a carrier or office NAT; a load test from one address turns it off ("off")`)
@@ -198,6 +200,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	}
 	if c.ReactionKinds, err = ids.ParseReactionKinds(kinds); err != nil {
 		return Config{}, err
+	}
+	if len(c.AllowedOrigins) == 0 {
+		c.AllowedOrigins = c.CORSOrigins // the sites whose pages may call the API at all
 	}
 	return c, c.validate()
 }

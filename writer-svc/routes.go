@@ -24,6 +24,8 @@ type routerDeps struct {
 	reads       *like.Reader
 	sessions    *session.Handler // nil when sessions are off
 	corsOrigins []string
+	// allowedOrigins may change likes and sessions from a browser (originGuard)
+	allowedOrigins []string
 }
 
 // maxBody bounds a request's body: the API's are a small JSON object or none.
@@ -47,6 +49,7 @@ func newRouter(d routerDeps) http.Handler {
 			MaxAge:         corsMaxAge,
 		}))
 	}
+	r.Use(originGuard(d.allowedOrigins))
 	r.NotFound(serve.NotFound)
 	r.MethodNotAllowed(serve.MethodNotAllowed)
 	serve.Health(r, d.ready)
