@@ -70,7 +70,8 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
+		redisMemoryCollector{rdb: rdb})
 	metrics := like.NewMetrics(reg, metricsNamespace)
 	a.changes, err = like.NewCoalescer(a.store, like.BatchOptions{
 		Window: cfg.BatchWindow, Size: cfg.BatchSize, Timeout: cfg.RequestTimeout,

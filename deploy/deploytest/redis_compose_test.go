@@ -172,6 +172,10 @@ func checkComposeDataNode(t *testing.T, s types.ServiceConfig) {
 	if lag, err := strconv.Atoi(opts["min-replicas-max-lag"]); err != nil || lag < 1 || lag > 5 {
 		t.Errorf("--min-replicas-max-lag %q; want 1 to 5 s, shorter than a failover takes", opts["min-replicas-max-lag"])
 	}
+	if opts["maxmemory"] == "" || opts["maxmemory"] == "0" || opts["maxmemory-policy"] != "noeviction" {
+		t.Errorf("--maxmemory %q --maxmemory-policy %q; want a bound, and noeviction: an evicted key is a like lost or counted twice",
+			opts["maxmemory"], opts["maxmemory-policy"])
+	}
 	if opts["repl-diskless-sync-delay"] != "0" {
 		t.Errorf("--repl-diskless-sync-delay %q; want 0, so a replica's full sync starts at once", opts["repl-diskless-sync-delay"])
 	}

@@ -368,12 +368,13 @@ func scriptError(err error) error {
 }
 
 // settled reports whether a batch that failed with err can no longer take effect: Redis ran it
-// (its reply came back, or WAIT followed it) or refused it for its deadline. Any other failure,
-// such as a lost connection or a timeout, may leave the call on the wire or in Redis' input
-// buffer, to run later, until its deadline passes.
+// (its reply came back, or WAIT followed it), refused it for its deadline, or refused it for
+// memory (OOM: a data node at its maxmemory refuses a script before it runs any of it). Any other
+// failure, such as a lost connection or a timeout, may leave the call on the wire or in Redis'
+// input buffer, to run later, until its deadline passes.
 func settled(err error) bool {
 	return errors.Is(err, ErrExpired) || errors.Is(err, ErrNotReplicated) || errors.Is(err, errReply) ||
-		errors.Is(err, errChunkCalls) || errors.Is(err, errIndex)
+		errors.Is(err, errChunkCalls) || errors.Is(err, errIndex) || redis.HasErrorPrefix(err, "OOM")
 }
 
 // results turns the script's reply, {count before the batch, one byte per change: 1 if it
