@@ -186,11 +186,11 @@ func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
 // TestRefusalsAreBounded: a flood of distinct refused keys keeps at most the bound in memory.
 func TestRefusalsAreBounded(t *testing.T) {
 	r := newRefusals()
-	for i := range refusalStripes * stripeCap * 3 {
+	for i := range maxRefusals * 3 {
 		r.refuse("k"+strconv.Itoa(i), time.Minute)
 	}
-	if n := r.size(); n > refusalStripes*stripeCap {
-		t.Errorf("%d keys remembered; want at most %d", n, refusalStripes*stripeCap)
+	if n := r.until.Len(); n > maxRefusals {
+		t.Errorf("%d keys remembered; want at most %d", n, maxRefusals)
 	}
 	r.refuse("last", time.Minute)
 	if r.wait("last") <= 0 {
