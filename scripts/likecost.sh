@@ -32,6 +32,7 @@ set -euo pipefail
 # deployment's default (sessions, no trusted header) is measured by the tests, not here.
 export TRUST_USER_HEADER=${TRUST_USER_HEADER:-true}
 export LIKE_ADDR_RATE=${LIKE_ADDR_RATE:-off} # every like comes from one address here
+export NEW_POST_ADDR_RATE=${NEW_POST_ADDR_RATE:-off} # and names every post from there
 export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
 
 cd "$(dirname "$0")/.."

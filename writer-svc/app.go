@@ -91,6 +91,12 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		addrLimiter = ratelimit.NewNamed(rdb, keys.LikeAddrRate, cfg.LikeAddrRate)
 		o.AddrLimit = addrLimiter
 	}
+	if !cfg.NewPostRate.Off() {
+		o.NewPostLimit = ratelimit.NewNamed(rdb, keys.NewPostRate, cfg.NewPostRate)
+	}
+	if !cfg.NewPostAddrRate.Off() {
+		o.NewPostAddrLimit = ratelimit.NewNamed(rdb, keys.NewPostRate, cfg.NewPostAddrRate)
+	}
 	likes := like.NewHandler(o)
 	warmUp(ctx, a.store, cmp.Or(limiter, addrLimiter), a.sessions, log) // both run one script
 	a.handler = newRouter(routerDeps{

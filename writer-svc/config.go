@@ -38,6 +38,8 @@ type Config struct {
 	LikeRate         ratelimit.Rate
 	LikeRatePerPost  bool           // LikeRate counts per user and post, not per user across posts
 	LikeAddrRate     ratelimit.Rate // likes per client address, all its users together
+	NewPostRate      ratelimit.Rate // new posts per user (likes and reactions of unknown posts)
+	NewPostAddrRate  ratelimit.Rate // new posts per client address
 	Auth             AuthConfig
 	Session          SessionConfig
 	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
@@ -94,6 +96,11 @@ func (a AuthConfig) Mode() string {
 const (
 	defaultSessionRate  = "30/1m burst 60"
 	defaultLikeAddrRate = "6000/1m burst 2000"
+	// A user brings new posts into existence (likes or reactions of post ids no like or reaction
+	// has named yet) at most this fast: far above a reader's pace through a feed, far below a
+	// script's through post 1, 2, 3... An address, all its users together, ten times as much.
+	defaultNewPostRate     = "60/1m burst 120"
+	defaultNewPostAddrRate = "600/1m burst 1200"
 )
 
 // minSecretLen is the HS256 key size RFC 7518 §3.2 requires (the hash output, 256 bits).
@@ -134,7 +141,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate, likeAddrRate, sessionRate, sessionSecret, kinds string
+	var likeRate, likeAddrRate, newPostRate, newPostAddrRate, sessionRate, sessionSecret, kinds string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -158,6 +165,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
 	set.Bool(&c.LikeRatePerPost, "like-rate-per-post", "LIKE_RATE_PER_POST", false, "count LIKE_RATE per user and post (bounds like/unlike toggling of one post) instead of per user across all posts (bounds a user's likes in a feed)")
 	set.String(&likeAddrRate, "like-addr-rate", "LIKE_ADDR_RATE", defaultLikeAddrRate, `likes per client address (an IPv6 /64 counts as one), all its users together, shared by all replicas; sized for a carrier or office NAT; a load test from one address turns it off ("off")`)
+	set.String(&newPostRate, "new-post-rate", "NEW_POST_RATE", defaultNewPostRate, `new posts one user may bring into existence with likes and reactions, shared by all replicas ("off": unlimited); bounds how far one session can grow Redis`)
+	set.String(&newPostAddrRate, "new-post-addr-rate", "NEW_POST_ADDR_RATE", defaultNewPostAddrRate, `new posts per client address, all its users together ("off": unlimited)`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
 	set.String(&c.Auth.JWKSURL, "auth-jwks-url", "AUTH_JWKS_URL", "", "JWKS URL of the identity provider; when set, a bearer JWT (RS/PS/ES/EdDSA) is required and the user is its sub claim")
 	set.Duration(&c.Auth.JWKSRefresh, "auth-jwks-refresh", "AUTH_JWKS_REFRESH", 15*time.Minute, "how often the JWKS is refetched (an unknown key id also refetches, at most every 10s)")
@@ -188,6 +197,12 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	c.LikeRate = rate
 	if c.LikeAddrRate, err = ratelimit.ParseRate(likeAddrRate); err != nil {
 		return Config{}, fmt.Errorf("like addr rate: %w", err)
+	}
+	if c.NewPostRate, err = ratelimit.ParseRate(newPostRate); err != nil {
+		return Config{}, fmt.Errorf("new post rate: %w", err)
+	}
+	if c.NewPostAddrRate, err = ratelimit.ParseRate(newPostAddrRate); err != nil {
+		return Config{}, fmt.Errorf("new post addr rate: %w", err)
 	}
 	if c.Session.Rate, err = ratelimit.ParseRate(sessionRate); err != nil {
 		return Config{}, fmt.Errorf("session rate: %w", err)

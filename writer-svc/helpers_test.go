@@ -64,9 +64,10 @@ func serveWriter(t *testing.T, flags ...string) *testWriter {
 // parsing, newApp), and closes it when the test ends.
 func buildWriter(t *testing.T, flags ...string) (*app, Config, *zap.Logger) {
 	t.Helper()
-	// Every test's client is one loopback address: the per-address like limit is off unless a
-	// test sets it.
-	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0", "--like-addr-rate", "off"}, flags...)
+	// Every test's client is one loopback address: the per-address limits are off unless a test
+	// sets them, and so is the per-user limit on new posts (tests name many posts).
+	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0", "--like-addr-rate", "off",
+		"--new-post-rate", "off", "--new-post-addr-rate", "off"}, flags...)
 	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

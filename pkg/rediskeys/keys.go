@@ -89,6 +89,10 @@ func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + us
 // shared by every user behind it. No hash tag: it belongs to no post.
 func (s Scheme) LikeAddrRate(source string) string { return s.Prefix + "addr-rate:" + source }
 
+// NewPostRate is the token bucket of the new posts one user ("u:<user>") or one client address
+// ("a:<address>") may bring into existence with likes and reactions (NEW_POST_RATE).
+func (s Scheme) NewPostRate(id string) string { return s.Prefix + "new-post-rate:" + id }
+
 // SessionKey is one signing key of the writer's session tokens, named by its key id (the unix
 // second its rotation period began). The first writer to need a period's key creates it (SET NX)
 // with an expiry past the last moment a token it signed can be refreshed, so every replica signs

@@ -21,9 +21,16 @@ const retryAfterUnavailable = time.Second
 type limitedError struct {
 	retryAfter time.Duration
 	perAddr    bool // the client address's limit, not the user's
+	newPost    bool // the limit on new posts, not on likes
 }
 
 func (e *limitedError) Error() string {
+	if e.newPost && e.perAddr {
+		return fmt.Sprintf("too many new posts liked or reacted to from this address: retry in %ds", ceilSeconds(e.retryAfter))
+	}
+	if e.newPost {
+		return fmt.Sprintf("too many new posts liked or reacted to: retry in %ds", ceilSeconds(e.retryAfter))
+	}
 	if e.perAddr {
 		return fmt.Sprintf("too many likes from this address: retry in %ds", ceilSeconds(e.retryAfter))
 	}

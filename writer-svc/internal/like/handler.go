@@ -35,6 +35,7 @@ type Handler struct {
 	limit    Limiter
 	perPost  bool
 	addrs    Limiter
+	newPosts *newPosts // nil: new posts unlimited
 	clients  clientip.Resolver
 	metrics  *Metrics
 	outage   *outage // logs storage failures once per outage
@@ -65,6 +66,10 @@ type Options struct {
 	Clients   clientip.Resolver
 	Metrics   *Metrics
 	Log       *zap.Logger
+	// NewPostLimit (per user) and NewPostAddrLimit (per client address) bound the posts brought
+	// into existence with likes and reactions (newPosts); either may be nil.
+	NewPostLimit     Limiter
+	NewPostAddrLimit Limiter
 	// Timeout bounds each request's work, Redis included; past it the client gets a 503.
 	Timeout time.Duration
 	// Index serves and erases a user's likes (UserRoutes); Admin authorizes the admin form.
@@ -84,7 +89,8 @@ func NewHandler(o Options) *Handler {
 		kinds[k] = true
 	}
 	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, perPost: o.LimitPerPost, addrs: o.AddrLimit,
-		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
+		newPosts: newNewPosts(o.NewPostLimit, o.NewPostAddrLimit),
+		clients:  o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
 		index: o.Index, admin: o.Admin, erase: max(o.EraseTimeout, o.Timeout),
 		kinds: kinds, kindList: strings.Join(o.ReactionKinds, ",")}
 }
@@ -121,6 +127,7 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	h.outage.ok()
+	h.newPosts.exists(post)
 	h.metrics.record(op, res)
 	serve.RawJSON(w, http.StatusOK, appendLikeReply(make([]byte, 0, 64), post, res.Count, op == opLike && res.Changed))
 }
@@ -145,19 +152,22 @@ func appendLikeReply(dst []byte, post string, count int64, liked bool) []byte {
 func (h *Handler) apply(r *http.Request, op, post, user string) (Result, error) {
 	ctx := r.Context()
 	if h.addrs != nil {
-		if err := allow(ctx, h.addrs, clientip.Source(h.clients.Addr(r)), true); err != nil {
+		if err := limit(ctx, h.addrs, clientip.Source(h.clients.Addr(r)), limitedError{perAddr: true}); err != nil {
 			return Result{}, err
 		}
 	}
 	if op == opUnlike {
 		return h.changes.Unlike(ctx, post, user)
 	}
+	if err := h.newPosts.admit(ctx, r, h.clients, post, user); err != nil {
+		return Result{}, err
+	}
 	if h.limit != nil {
 		id := user
 		if h.perPost {
 			id = user + ":" + post
 		}
-		if err := allow(ctx, h.limit, id, false); err != nil {
+		if err := limit(ctx, h.limit, id, limitedError{}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -192,17 +202,4 @@ func (h *Handler) parse(r *http.Request) (post, user string, err error) {
 		return "", "", err
 	}
 	return post, user, nil
-}
-
-// allow asks l whether id (a user, or a client address when perAddr) may change a like now; a
-// refusal is a limitedError, a 429 with Retry-After.
-func allow(ctx context.Context, l Limiter, id string, perAddr bool) error {
-	wait, err := l.Allow(ctx, id)
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
-		return &limitedError{retryAfter: wait, perAddr: perAddr}
-	}
-	return nil
 }

@@ -32,7 +32,8 @@ func (e *reactedError) Error() string {
 // react serves POST /react/{postID}/{kind}. It passes none of the like limits: the gate in the
 // script is its limit (one reaction per user and post per interval), and a conference audience
 // behind one address would otherwise be held to one address's likes. What a farm of fresh
-// sessions can react is bounded by the sessions one address gets.
+// sessions can react is bounded by the sessions one address gets, and the posts it can react to
+// into existence by the limit on new posts (newPosts).
 func (h *Handler) react(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
@@ -41,6 +42,9 @@ func (h *Handler) react(w http.ResponseWriter, r *http.Request) {
 	post, user, err := h.parse(r)
 	if err == nil && !h.kinds[kind] {
 		err = fmt.Errorf("%w %q: want one of %s", ErrKind, kind, h.kindList)
+	}
+	if err == nil {
+		err = h.newPosts.admit(ctx, r, h.clients, post, user)
 	}
 	var res Result
 	if err == nil {
@@ -54,6 +58,7 @@ func (h *Handler) react(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.outage.ok()
+	h.newPosts.exists(post)
 	h.metrics.Reactions.WithLabelValues(kind).Inc()
 	serve.RawJSON(w, http.StatusOK, appendReactReply(make([]byte, 0, 96), post, kind, res))
 }
