@@ -52,6 +52,28 @@ func (m *Map[V]) Put(key string, v V, stale func(V) bool) {
 	s := m.stripe(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	m.put(s, key, v, stale)
+}
+
+// Update calls f with key's value (ok false: none) under the key's lock, so that a read and the
+// write it decides are one step for the goroutines sharing the key; f returns the value to keep,
+// or keep false to delete the key.
+func (m *Map[V]) Update(key string, f func(v V, ok bool) (next V, keep bool), stale func(V) bool) {
+	s := m.stripe(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	next, keep := f(v, ok)
+	switch {
+	case keep:
+		m.put(s, key, next, stale)
+	case ok:
+		delete(s.m, key)
+	}
+}
+
+// put sets key in s, whose lock the caller holds.
+func (m *Map[V]) put(s *stripe[V], key string, v V, stale func(V) bool) {
 	if _, ok := s.m[key]; !ok && len(s.m) >= m.per {
 		if stale != nil {
 			for k, old := range s.m {

@@ -19,7 +19,9 @@ import (
 // shares; the script runs as its effects (Redis 7's default), so replicas get the SET, not TIME.
 //
 // KEYS[1] = bucket key; ARGV[1] = interval (Window/N) in µs; ARGV[2] = burst.
-// Returns 0 when allowed, else the milliseconds until the event would be.
+// Returns the microseconds until the event would be allowed when it is refused (> 0); when it is
+// allowed, 0 if the bucket has room for another event now, else minus the whole microseconds
+// until it has (the writer then refuses the key itself until then: refusals).
 var allowScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -31,10 +33,14 @@ if tat < now then
 end
 local wait = tat - tolerance - now
 if wait > 0 then
-  return math.ceil(wait / 1000)
+  return math.ceil(wait)
 end
 tat = tat + interval
 redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
+local next = tat - tolerance - now
+if next >= 1 then
+  return -math.floor(next)
+end
 return 0
 `)
 
@@ -87,16 +93,19 @@ func (l *Limiter) Allow(ctx context.Context, user string) (retryAfter time.Durat
 		return 0, nil
 	}
 	key := l.key(user)
-	if wait := l.refused.wait(key); wait > 0 {
-		return wait, nil // refused by Redis until then: no need to ask it again
+	if wait := l.refused.begin(key); wait > 0 {
+		return wait, nil // refused by Redis lately: no need to ask it again yet
 	}
-	ms, err := allowScript.Run(ctx, l.rdb, []string{key}, l.interval, l.burst).Int64()
+	us, err := allowScript.Run(ctx, l.rdb, []string{key}, l.interval, l.burst).Int64()
 	if err != nil {
+		l.refused.end(key, 0)
 		return 0, fmt.Errorf("rate limit: %w", err)
 	}
-	wait := time.Duration(ms) * time.Millisecond
-	if wait > 0 {
-		l.refused.refuse(key, wait)
+	wait := time.Duration(us) * time.Microsecond
+	if wait < 0 { // allowed, and the bucket is empty for -wait: refuse the key here until then
+		l.refused.end(key, -wait)
+		return 0, nil
 	}
+	l.refused.end(key, wait)
 	return wait, nil
 }

@@ -187,13 +187,43 @@ func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
 func TestRefusalsAreBounded(t *testing.T) {
 	r := newRefusals()
 	for i := range maxRefusals * 3 {
-		r.refuse("k"+strconv.Itoa(i), time.Minute)
+		r.end("k"+strconv.Itoa(i), time.Minute)
 	}
-	if n := r.until.Len(); n > maxRefusals {
+	if n := r.keys.Len(); n > maxRefusals {
 		t.Errorf("%d keys remembered; want at most %d", n, maxRefusals)
 	}
-	r.refuse("last", time.Minute)
-	if r.wait("last") <= 0 {
+	r.end("last", time.Minute)
+	if r.begin("last") <= 0 {
 		t.Error("the newest refusal was not kept")
+	}
+}
+
+// TestOneAskAtATimeOnceRefused: once a refused key's wait is over, one request asks Redis and the
+// others that come meanwhile are refused here; a key never refused is never held back.
+func TestOneAskAtATimeOnceRefused(t *testing.T) {
+	r := newRefusals()
+	clock := time.Now()
+	r.now = func() time.Time { return clock }
+	if r.begin("fresh") != 0 || r.begin("fresh") != 0 {
+		t.Fatal("a key never refused was held back")
+	}
+	r.end("fresh", 0)
+	r.end("flood", 10*time.Millisecond)
+	if w := r.begin("flood"); w != 10*time.Millisecond {
+		t.Fatalf("while refused: %v; want the 10ms left", w)
+	}
+	clock = clock.Add(10 * time.Millisecond)
+	if w := r.begin("flood"); w != 0 {
+		t.Fatalf("the first after the wait: %v; want it to ask Redis", w)
+	}
+	if w := r.begin("flood"); w != refusedWhileAsking {
+		t.Fatalf("while another asks: %v; want %v", w, refusedWhileAsking)
+	}
+	r.end("flood", 0) // Redis allowed it
+	if w := r.begin("flood"); w != 0 {
+		t.Fatalf("after Redis allowed: %v; want to ask", w)
+	}
+	if n := r.keys.Len(); n != 0 {
+		t.Errorf("%d keys remembered after Redis allowed; want none", n)
 	}
 }

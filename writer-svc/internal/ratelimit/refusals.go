@@ -9,36 +9,67 @@ import (
 // refusals remembers, in this process, the keys Redis refused and until when: a key refused
 // until t is refused here until t without asking Redis again. That is exact, not a guess: the
 // bucket's next free slot (its TAT) only moves later, whatever other replicas count meanwhile, so
-// Redis would refuse too. A flooding user or address then costs Redis one call per Retry-After
-// per replica, not one per request. Other replicas, which have not seen the refusal, still ask
-// Redis once each: the bucket stays one, shared.
+// Redis would refuse too. Once t has passed, one request asks Redis for the key; the others that
+// come while it asks are refused here too (refusedWhileAsking): a bucket that refused lately frees
+// one event per interval at most, which that one request takes if there is one. A flooding user
+// or address then costs Redis about one call per interval per replica, however many requests it
+// sends, not one per request. Other replicas, which have not seen the refusal, still ask Redis
+// once each: the bucket stays one, shared.
 //
 // It holds at most maxRefusals keys (bounded.Map), expired ones going first, so a flood of
 // distinct keys costs memory up to the bound and from then on only the Redis calls it would have
 // cost without the memory.
 type refusals struct {
-	until *bounded.Map[time.Time]
-	now   func() time.Time
+	keys *bounded.Map[refusal]
+	now  func() time.Time
 }
 
-// maxRefusals bounds the keys remembered: about 6 MiB at most.
+// refusal is what is known of a key Redis refused.
+type refusal struct {
+	until  time.Time // refused until then
+	asking bool      // a request is asking Redis for the key now
+}
+
+// maxRefusals bounds the keys remembered: about 8 MiB at most.
 const maxRefusals = 65536
 
+// refusedWhileAsking is the wait given to a request that comes while another asks Redis for a
+// key refused lately (a Retry-After rounds it up to a second).
+const refusedWhileAsking = time.Millisecond
+
 func newRefusals() *refusals {
-	return &refusals{until: bounded.New[time.Time](maxRefusals), now: time.Now}
+	return &refusals{keys: bounded.New[refusal](maxRefusals), now: time.Now}
 }
 
-// wait returns how long key is still refused; 0 when Redis must be asked.
-func (r *refusals) wait(key string) time.Duration {
-	until, ok := r.until.Get(key)
-	if !ok {
-		return 0
-	}
-	return max(until.Sub(r.now()), 0)
-}
-
-// refuse records that Redis refused key for wait.
-func (r *refusals) refuse(key string, wait time.Duration) {
+// begin returns how long key is still refused here; 0 when Redis must be asked, and then the
+// caller must call end with Redis's answer.
+func (r *refusals) begin(key string) (wait time.Duration) {
 	now := r.now()
-	r.until.Put(key, now.Add(wait), func(t time.Time) bool { return !t.After(now) })
+	r.keys.Update(key, func(k refusal, ok bool) (refusal, bool) {
+		switch {
+		case !ok: // never refused: ask, and remember nothing unless Redis refuses
+			return k, false
+		case k.until.After(now):
+			wait = k.until.Sub(now)
+		case k.asking:
+			wait = refusedWhileAsking
+		default:
+			k.asking = true
+		}
+		return k, true
+	}, r.stale(now))
+	return wait
+}
+
+// end records Redis's answer for key: refused for wait (0: allowed, or Redis could not be asked).
+func (r *refusals) end(key string, wait time.Duration) {
+	now := r.now()
+	r.keys.Update(key, func(refusal, bool) (refusal, bool) {
+		return refusal{until: now.Add(wait)}, wait > 0
+	}, r.stale(now))
+}
+
+// stale reports a refusal over and not being asked about, which a full stripe drops first.
+func (r *refusals) stale(now time.Time) func(refusal) bool {
+	return func(k refusal) bool { return !k.asking && !k.until.After(now) }
 }
