@@ -87,7 +87,7 @@ type Proc struct {
 // one loopback address, so the per-address like limit is off (LIKE_ADDR_RATE=off) unless a test
 // sets it.
 func StartWriter(t testing.TB, redisURL string, env ...string) *Proc {
-	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true", "LIKE_ADDR_RATE=off", "NEW_POST_ADDR_RATE=off", "NEW_POST_RATE=off"}, env...)...)
+	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true", "LIKE_ADDR_RATE=off", "NEW_POST_ADDR_RATE=off", "NEW_POST_RATE=off", "USER_DATA_ADDR_RATE=off", "SESSION_REFRESH_RATE=off"}, env...)...)
 }
 
 // StartFanout starts fanout-svc against redisURL; env entries (KEY=VALUE) are added.

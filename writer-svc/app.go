@@ -97,6 +97,9 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	if !cfg.NewPostAddrRate.Off() {
 		o.NewPostAddrLimit = ratelimit.NewNamed(rdb, keys.NewPostRate, cfg.NewPostAddrRate)
 	}
+	if !cfg.UserDataAddrRate.Off() {
+		o.DataAddrLimit = ratelimit.NewNamed(rdb, keys.DataAddrRate, cfg.UserDataAddrRate)
+	}
 	likes := like.NewHandler(o)
 	warmUp(ctx, a.store, cmp.Or(limiter, addrLimiter), a.sessions, log) // both run one script
 	a.handler = newRouter(routerDeps{
@@ -139,6 +142,9 @@ func newSessionHandler(cfg Config, issuer *session.Issuer, rdb redis.UniversalCl
 	}
 	if !cfg.Session.Rate.Off() {
 		o.Limit = ratelimit.NewNamed(rdb, keys.SessionRate, cfg.Session.Rate)
+	}
+	if !cfg.Session.RefreshRate.Off() {
+		o.RefreshLimit = ratelimit.NewNamed(rdb, keys.SessionRefreshRate, cfg.Session.RefreshRate)
 	}
 	return session.NewHandler(o)
 }

@@ -40,6 +40,7 @@ type Config struct {
 	LikeAddrRate     ratelimit.Rate // likes per client address, all its users together
 	NewPostRate      ratelimit.Rate // new posts per user (likes and reactions of unknown posts)
 	NewPostAddrRate  ratelimit.Rate // new posts per client address
+	UserDataAddrRate ratelimit.Rate // reads and erasures of user data per client address
 	Auth             AuthConfig
 	Session          SessionConfig
 	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
@@ -54,7 +55,8 @@ type Config struct {
 type SessionConfig struct {
 	Enabled bool
 	session.Options
-	Rate ratelimit.Rate // sessions issued per client address
+	Rate        ratelimit.Rate // sessions issued per client address
+	RefreshRate ratelimit.Rate // session refreshes per client address
 }
 
 // AuthConfig selects how users are identified besides session tokens: the site's JWTs (a secret
@@ -101,6 +103,12 @@ const (
 	// script's through post 1, 2, 3... An address, all its users together, ten times as much.
 	defaultNewPostRate     = "60/1m burst 120"
 	defaultNewPostAddrRate = "600/1m burst 1200"
+	// Reads and erasures of user data (a post's likers, a user's likes, their erasure) per address:
+	// a page of likers per post view for a busy office, far below a scraper's pace.
+	defaultUserDataAddrRate = "1200/1m burst 600"
+	// Session refreshes per address: one per user per SESSION_TTL, for thousands of users behind
+	// one address.
+	defaultSessionRefreshRate = "600/1m burst 600"
 )
 
 // minSecretLen is the HS256 key size RFC 7518 §3.2 requires (the hash output, 256 bits).
@@ -141,7 +149,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate, likeAddrRate, newPostRate, newPostAddrRate, sessionRate, sessionSecret, kinds string
+	var likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, refreshRate, sessionRate, sessionSecret, kinds string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -167,6 +175,8 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&likeAddrRate, "like-addr-rate", "LIKE_ADDR_RATE", defaultLikeAddrRate, `likes per client address (an IPv6 /64 counts as one), all its users together, shared by all replicas; sized for a carrier or office NAT; a load test from one address turns it off ("off")`)
 	set.String(&newPostRate, "new-post-rate", "NEW_POST_RATE", defaultNewPostRate, `new posts one user may bring into existence with likes and reactions, shared by all replicas ("off": unlimited); bounds how far one session can grow Redis`)
 	set.String(&newPostAddrRate, "new-post-addr-rate", "NEW_POST_ADDR_RATE", defaultNewPostAddrRate, `new posts per client address, all its users together ("off": unlimited)`)
+	set.String(&dataAddrRate, "user-data-addr-rate", "USER_DATA_ADDR_RATE", defaultUserDataAddrRate, `reads and erasures of user data (GET /likes/{postID}/users, GET and DELETE /me/likes) per client address, shared by all replicas ("off": unlimited)`)
+	set.String(&refreshRate, "session-refresh-rate", "SESSION_REFRESH_RATE", defaultSessionRefreshRate, `session refreshes per client address, shared by all replicas ("off": unlimited)`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
 	set.String(&c.Auth.JWKSURL, "auth-jwks-url", "AUTH_JWKS_URL", "", "JWKS URL of the identity provider; when set, a bearer JWT (RS/PS/ES/EdDSA) is required and the user is its sub claim")
 	set.Duration(&c.Auth.JWKSRefresh, "auth-jwks-refresh", "AUTH_JWKS_REFRESH", 15*time.Minute, "how often the JWKS is refetched (an unknown key id also refetches, at most every 10s)")
@@ -203,6 +213,12 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	}
 	if c.NewPostAddrRate, err = ratelimit.ParseRate(newPostAddrRate); err != nil {
 		return Config{}, fmt.Errorf("new post addr rate: %w", err)
+	}
+	if c.UserDataAddrRate, err = ratelimit.ParseRate(dataAddrRate); err != nil {
+		return Config{}, fmt.Errorf("user data addr rate: %w", err)
+	}
+	if c.Session.RefreshRate, err = ratelimit.ParseRate(refreshRate); err != nil {
+		return Config{}, fmt.Errorf("session refresh rate: %w", err)
 	}
 	if c.Session.Rate, err = ratelimit.ParseRate(sessionRate); err != nil {
 		return Config{}, fmt.Errorf("session rate: %w", err)

@@ -67,7 +67,7 @@ func buildWriter(t *testing.T, flags ...string) (*app, Config, *zap.Logger) {
 	// Every test's client is one loopback address: the per-address limits are off unless a test
 	// sets them, and so is the per-user limit on new posts (tests name many posts).
 	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0", "--like-addr-rate", "off",
-		"--new-post-rate", "off", "--new-post-addr-rate", "off"}, flags...)
+		"--new-post-rate", "off", "--new-post-addr-rate", "off", "--user-data-addr-rate", "off", "--session-refresh-rate", "off"}, flags...)
 	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -93,6 +93,16 @@ func (s Scheme) LikeAddrRate(source string) string { return s.Prefix + "addr-rat
 // ("a:<address>") may bring into existence with likes and reactions (NEW_POST_RATE).
 func (s Scheme) NewPostRate(id string) string { return s.Prefix + "new-post-rate:" + id }
 
+// DataAddrRate is the token bucket of a client address's reads and erasures of user data: a
+// post's likers, a user's likes, their erasure (USER_DATA_ADDR_RATE).
+func (s Scheme) DataAddrRate(source string) string { return s.Prefix + "data-rate:" + source }
+
+// SessionRefreshRate is the token bucket of a client address's session refreshes
+// (SESSION_REFRESH_RATE).
+func (s Scheme) SessionRefreshRate(source string) string {
+	return s.Prefix + "session:refresh-rate:" + source
+}
+
 // SessionKey is one signing key of the writer's session tokens, named by its key id (the unix
 // second its rotation period began). The first writer to need a period's key creates it (SET NX)
 // with an expiry past the last moment a token it signed can be refreshed, so every replica signs

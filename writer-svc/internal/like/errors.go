@@ -22,9 +22,13 @@ type limitedError struct {
 	retryAfter time.Duration
 	perAddr    bool // the client address's limit, not the user's
 	newPost    bool // the limit on new posts, not on likes
+	data       bool // the limit on reads and erasures of user data, not on likes
 }
 
 func (e *limitedError) Error() string {
+	if e.data {
+		return fmt.Sprintf("too many reads or erasures of likes from this address: retry in %ds", ceilSeconds(e.retryAfter))
+	}
 	if e.newPost && e.perAddr {
 		return fmt.Sprintf("too many new posts liked or reacted to from this address: retry in %ds", ceilSeconds(e.retryAfter))
 	}

@@ -36,6 +36,7 @@ type Handler struct {
 	perPost  bool
 	addrs    Limiter
 	newPosts *newPosts // nil: new posts unlimited
+	dataAddr Limiter   // nil: user data reads and erasures unlimited
 	clients  clientip.Resolver
 	metrics  *Metrics
 	outage   *outage // logs storage failures once per outage
@@ -70,6 +71,9 @@ type Options struct {
 	// into existence with likes and reactions (newPosts); either may be nil.
 	NewPostLimit     Limiter
 	NewPostAddrLimit Limiter
+	// DataAddrLimit (per client address; nil: none) bounds the reads and erasures of user data:
+	// a post's likers, a user's likes and their erasure, each several Redis calls.
+	DataAddrLimit Limiter
 	// Timeout bounds each request's work, Redis included; past it the client gets a 503.
 	Timeout time.Duration
 	// Index serves and erases a user's likes (UserRoutes); Admin authorizes the admin form.
@@ -89,8 +93,8 @@ func NewHandler(o Options) *Handler {
 		kinds[k] = true
 	}
 	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, perPost: o.LimitPerPost, addrs: o.AddrLimit,
-		newPosts: newNewPosts(o.NewPostLimit, o.NewPostAddrLimit),
-		clients:  o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
+		newPosts: newNewPosts(o.NewPostLimit, o.NewPostAddrLimit), dataAddr: o.DataAddrLimit,
+		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
 		index: o.Index, admin: o.Admin, erase: max(o.EraseTimeout, o.Timeout),
 		kinds: kinds, kindList: strings.Join(o.ReactionKinds, ",")}
 }

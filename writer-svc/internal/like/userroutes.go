@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/auth"
@@ -78,6 +79,9 @@ func (h *Handler) userLikes(w http.ResponseWriter, r *http.Request, who func(*ht
 	defer cancel()
 	r = r.WithContext(ctx)
 	limit, err := pageLimit(r)
+	if err == nil {
+		err = h.allowData(r)
+	}
 	var user string
 	if err == nil {
 		user, err = who(r)
@@ -103,7 +107,11 @@ func (h *Handler) eraseLikes(w http.ResponseWriter, r *http.Request, who func(*h
 	ctx, cancel := context.WithTimeout(r.Context(), h.erase)
 	defer cancel()
 	r = r.WithContext(ctx)
-	user, err := who(r)
+	err := h.allowData(r)
+	var user string
+	if err == nil {
+		user, err = who(r)
+	}
 	var n int
 	if err == nil {
 		n, err = h.index.Delete(ctx, user)
@@ -125,6 +133,9 @@ func (h *Handler) likers(w http.ResponseWriter, r *http.Request, rd *Reader) {
 	var limit int
 	if err == nil {
 		limit, err = pageLimit(r)
+	}
+	if err == nil {
+		err = h.allowData(r)
 	}
 	var count int64
 	var users []string
@@ -155,4 +166,13 @@ func pageLimit(r *http.Request) (int, error) {
 		return 0, ErrLimit
 	}
 	return n, nil
+}
+
+// allowData spends one token of the client address's budget for reads and erasures of user data
+// (nil limit: none); a refusal is a 429 with Retry-After, before any of the request's Redis work.
+func (h *Handler) allowData(r *http.Request) error {
+	if h.dataAddr == nil {
+		return nil
+	}
+	return limit(r.Context(), h.dataAddr, clientip.Source(h.clients.Addr(r)), limitedError{data: true, perAddr: true})
 }

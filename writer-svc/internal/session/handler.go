@@ -25,12 +25,14 @@ type Limiter interface {
 
 // HandlerOptions are a Handler's dependencies.
 type HandlerOptions struct {
-	Issuer  *Issuer
-	Limit   Limiter           // per client address (clientip.Source); nil: no limit
-	Clients clientip.Resolver // who the client is, behind TRUSTED_PROXIES
-	Metrics *Metrics
-	Log     *zap.Logger
-	Timeout time.Duration // bounds each request's Redis work; past it, 503
+	Issuer *Issuer
+	Limit  Limiter // new sessions per client address (clientip.Source); nil: no limit
+	// RefreshLimit bounds refreshes per client address; nil: no limit.
+	RefreshLimit Limiter
+	Clients      clientip.Resolver // who the client is, behind TRUSTED_PROXIES
+	Metrics      *Metrics
+	Log          *zap.Logger
+	Timeout      time.Duration // bounds each request's Redis work; past it, 503
 }
 
 // Handler serves POST /session and POST /session/refresh.
@@ -58,19 +60,8 @@ const retryAfterUnavailable = time.Second
 func (h *Handler) issue(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
-	if h.o.Limit != nil {
-		wait, err := h.o.Limit.Allow(ctx, clientip.Source(h.o.Clients.Addr(r)))
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		if wait > 0 {
-			h.o.Metrics.RateLimited.Inc()
-			secs := int((wait + time.Second - 1) / time.Second)
-			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-			serve.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many new sessions from this address: retry in %ds", max(secs, 1)))
-			return
-		}
+	if !h.allow(ctx, w, r, h.o.Limit, "new sessions") {
+		return
 	}
 	s, err := h.o.Issuer.Issue(ctx)
 	if err != nil {
@@ -85,6 +76,9 @@ func (h *Handler) issue(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) refresh(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
+	if !h.allow(ctx, w, r, h.o.RefreshLimit, "session refreshes") {
+		return
+	}
 	raw, err := auth.BearerToken(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -97,6 +91,27 @@ func (h *Handler) refresh(w http.ResponseWriter, r *http.Request) {
 	}
 	h.o.Metrics.Refreshed.Inc()
 	serve.JSON(w, http.StatusOK, s)
+}
+
+// allow asks l (nil: no limit) whether the client address may do what now, and otherwise answers
+// the request itself: 429 with Retry-After, or 503 when Redis could not be asked.
+func (h *Handler) allow(ctx context.Context, w http.ResponseWriter, r *http.Request, l Limiter, what string) bool {
+	if l == nil {
+		return true
+	}
+	wait, err := l.Allow(ctx, clientip.Source(h.o.Clients.Addr(r)))
+	if err != nil {
+		h.fail(w, r, err)
+		return false
+	}
+	if wait > 0 {
+		h.o.Metrics.RateLimited.Inc()
+		secs := max(int((wait+time.Second-1)/time.Second), 1)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		serve.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many %s from this address: retry in %ds", what, secs))
+		return false
+	}
+	return true
 }
 
 // fail answers err: a bad token is 401, anything else is Redis failing and gets 503.

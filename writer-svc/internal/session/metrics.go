@@ -23,7 +23,7 @@ func NewMetrics(reg prometheus.Registerer, namespace string) *Metrics {
 		Issued:      c("sessions_issued_total", "Anonymous sessions started (POST /session)."),
 		Refreshed:   c("sessions_refreshed_total", "Session tokens renewed (POST /session/refresh)."),
 		Refused:     c("session_refusals_total", "Session refreshes refused with 401."),
-		RateLimited: c("session_rate_limited_total", "Session issues refused with 429 by the per-address rate."),
+		RateLimited: c("session_rate_limited_total", "Session issues and refreshes refused with 429 by the per-address rates."),
 		Unavailable: c("session_unavailable_total", "Session requests answered 503 because Redis could not be asked."),
 	}
 }
