@@ -59,7 +59,7 @@ func buildWriter(dir string) (string, error) {
 		writerBin = filepath.Join(dir, "writer-svc")
 		out, err := exec.Command("go", "build", "-o", writerBin, "github.com/likes/likes/writer-svc").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build writer-svc: %v: %s", err, out)
+			buildErr = fmt.Errorf("go build writer-svc: %w: %s", err, out)
 		}
 	})
 	return writerBin, buildErr
@@ -195,10 +195,10 @@ func (c *cluster) linked(p *netnstest.Host) error {
 			continue
 		}
 		if r, err := info(h, "role"); err != nil || r != "slave" {
-			return fmt.Errorf("%s: role %q, %v", h.Name, r, err)
+			return fmt.Errorf("%s: role %q, %w", h.Name, r, err)
 		}
 		if up, err := info(h, "master_link_status"); err != nil || up != "up" {
-			return fmt.Errorf("%s: link %q, %v", h.Name, up, err)
+			return fmt.Errorf("%s: link %q, %w", h.Name, up, err)
 		}
 		if host, err := info(h, "master_host"); err != nil || host != p.Addr.String() {
 			return fmt.Errorf("%s replicates %q, not %s", h.Name, host, p.Name)
@@ -214,7 +214,7 @@ func (c *cluster) sentinelsKnowAll() error {
 	for _, s := range c.sentinels {
 		v, err := redisDo(s.HostPort(26379), "sentinel", "get-master-addr-by-name", master)
 		if err != nil {
-			return fmt.Errorf("%s: %v", s.Name, err)
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		addr := fmt.Sprint(v)
 		if named != "" && addr != named {
@@ -224,7 +224,7 @@ func (c *cluster) sentinelsKnowAll() error {
 		for _, what := range []string{"replicas", "sentinels"} {
 			v, err := redisDo(s.HostPort(26379), "sentinel", what, master)
 			if err != nil {
-				return fmt.Errorf("%s: sentinel %s: %v", s.Name, what, err)
+				return fmt.Errorf("%s: sentinel %s: %w", s.Name, what, err)
 			}
 			if l, _ := v.([]any); len(l) != 2 {
 				return fmt.Errorf("%s knows %d %s", s.Name, len(l), what)

@@ -207,4 +207,3 @@ func ackGap(ops []likehistory.Op, from int64) time.Duration {
 	}
 	return time.Duration(gap)
 }
-
