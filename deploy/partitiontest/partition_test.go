@@ -35,7 +35,7 @@ var scenarios = []scenario{
 		// promotes the other replica on the far side.
 		c.net.Partition([]*netnstest.Host{c.data[0], c.data[1], c.sentinels[0], c.writer},
 			[]*netnstest.Host{c.data[2], c.sentinels[1], c.sentinels[2]})
-	}, known: "split brain: likes acknowledged by the old primary with WAIT 1 (its replica on its side) are discarded when it rejoins the promoted replica; the history is not linearizable (docs/RELIABILITY.md)"},
+	}, known: "split brain: the history is not linearizable though no like was acknowledged during the cut (0 acknowledged likes lost counted, 10 s without acknowledgements); likely 503s (WAIT timed out) of likes the old primary ran and reads saw (docs/RELIABILITY.md)"},
 	{name: "writer-from-sentinels", cut: func(c *cluster) {
 		c.net.Partition([]*netnstest.Host{c.writer}, c.sentinels[:])
 	}},
@@ -45,7 +45,7 @@ var scenarios = []scenario{
 	{name: "one-way-primary-to-replicas", cut: func(c *cluster) {
 		c.net.CutOneWay(c.data[0], c.data[1])
 		c.net.CutOneWay(c.data[0], c.data[2])
-	}, known: "a one-way cut: a like the primary ran but no replica confirmed within the deadline is answered 503 and stays applied; the history is not linearizable (docs/RELIABILITY.md)"},
+	}, known: "a one-way cut primary -> replicas: the history is not linearizable (0 acknowledged likes lost counted, 8 s without acknowledgements); likely a like the primary ran but no replica confirmed in time, answered 503 and kept (docs/RELIABILITY.md)"},
 }
 
 // others is every host of the cluster but h (the test process stays reachable from all).
