@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,25 +36,14 @@ func (c redisMemoryCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c redisMemoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	info, err := c.rdb.Info(ctx, "memory").Result()
-	if err != nil {
+	info := c.rdb.InfoMap(ctx, "memory")
+	if info.Err() != nil {
 		return
 	}
-	used, okUsed := infoField(info, "used_memory")
-	maxmem, okMax := infoField(info, "maxmemory")
-	if okUsed && okMax {
+	used, errUsed := strconv.ParseFloat(info.Item("Memory", "used_memory"), 64)
+	limit, errMax := strconv.ParseFloat(info.Item("Memory", "maxmemory"), 64)
+	if errUsed == nil && errMax == nil {
 		ch <- prometheus.MustNewConstMetric(redisUsedMemoryDesc, prometheus.GaugeValue, used)
-		ch <- prometheus.MustNewConstMetric(redisMaxMemoryDesc, prometheus.GaugeValue, maxmem)
+		ch <- prometheus.MustNewConstMetric(redisMaxMemoryDesc, prometheus.GaugeValue, limit)
 	}
-}
-
-// infoField reads one numeric field of an INFO reply.
-func infoField(info, name string) (float64, bool) {
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
 }

@@ -207,3 +207,17 @@ func (h *Handler) parse(r *http.Request) (post, user string, err error) {
 	}
 	return post, user, nil
 }
+
+// limit asks l whether id may change something now; a refusal is refused, with the wait: a 429
+// with Retry-After.
+func limit(ctx context.Context, l Limiter, id string, refused limitedError) error {
+	wait, err := l.Allow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		refused.retryAfter = wait
+		return &refused
+	}
+	return nil
+}
