@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +33,12 @@ type Config struct {
 	KeyPrefix      string
 	Timeout        time.Duration // dial, read and write timeout of one command
 	PoolSize       int
+	// Username and PasswordFile are the ACL user to connect as, to the data nodes and to the
+	// Sentinels alike (a deployment's Sentinels know each program's user under the same name and
+	// password: see pkg/redisacl). The password is read from a file, never from the environment,
+	// where `docker inspect` and /proc/<pid>/environ would show it.
+	Username     string
+	PasswordFile string
 }
 
 // Register defines the Redis flags on s.
@@ -42,6 +50,8 @@ func (c *Config) Register(s *envflag.Set) {
 	s.String(&c.KeyPrefix, "redis-prefix", "REDIS_PREFIX", "likes:", "prefix of every Redis key and channel")
 	s.Duration(&c.Timeout, "redis-timeout", "REDIS_TIMEOUT", 2*time.Second, "Redis dial/read/write timeout")
 	s.Int(&c.PoolSize, "redis-pool", "REDIS_POOL_SIZE", 0, "Redis connection pool size per node (0 = go-redis default, 10 per CPU)")
+	s.String(&c.Username, "redis-username", "REDIS_USERNAME", "", "ACL user to connect to Redis and its Sentinels as (empty: the default user, or the URL's)")
+	s.String(&c.PasswordFile, "redis-password-file", "REDIS_PASSWORD_FILE", "", "file holding the password of REDIS_USERNAME (for Redis and its Sentinels alike)")
 }
 
 // Validate reports settings that contradict each other. Cluster and Sentinel are two ways of
@@ -50,6 +60,8 @@ func (c Config) Validate() error {
 	switch {
 	case len(c.ClusterAddrs) > 0 && len(c.SentinelAddrs) > 0:
 		return errors.New("redis: cluster addresses (REDIS_CLUSTER_ADDRS) and sentinel addresses (REDIS_SENTINEL_ADDRS) are both set; set one: cluster addresses for a Redis Cluster, sentinel addresses for a primary with replicas")
+	case c.PasswordFile != "" && c.Username == "":
+		return errors.New("redis: a password file (REDIS_PASSWORD_FILE) is set without a user (REDIS_USERNAME); set the user its password belongs to")
 	case c.SentinelMaster != "" && len(c.SentinelAddrs) == 0:
 		return errors.New("redis: a sentinel master name (REDIS_SENTINEL_MASTER) is set without sentinel addresses (REDIS_SENTINEL_ADDRS); set the addresses too, or unset the name")
 	}
@@ -85,9 +97,15 @@ func New(c Config) (redis.UniversalClient, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	password, err := c.password()
+	if err != nil {
+		return nil, err
+	}
 	if c.Cluster() {
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:        c.ClusterAddrs,
+			Username:     c.Username,
+			Password:     password,
 			Dialer:       dialer(c.Timeout),
 			DialTimeout:  c.Timeout,
 			ReadTimeout:  c.Timeout,
@@ -98,11 +116,14 @@ func New(c Config) (redis.UniversalClient, error) {
 		}), nil
 	}
 	if c.Sentinel() {
-		return newFailover(c), nil
+		return newFailover(c, password), nil
 	}
 	opt, err := redis.ParseURL(c.URL)
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	if c.Username != "" {
+		opt.Username, opt.Password = c.Username, password
 	}
 	opt.Dialer = dialer(c.Timeout)
 	opt.DialTimeout = c.Timeout
@@ -118,7 +139,7 @@ func New(c Config) (redis.UniversalClient, error) {
 // newFailover returns go-redis's failover client. The dialer (TCP_USER_TIMEOUT) serves both the
 // connections to the primary and those to the Sentinels, whose pub/sub announces failovers: a
 // Sentinel whose path vanished must be given up as quickly as a primary.
-func newFailover(c Config) *redis.Client {
+func newFailover(c Config, password string) *redis.Client {
 	master := c.SentinelMaster
 	if master == "" {
 		master = DefaultSentinelMaster
@@ -126,14 +147,35 @@ func newFailover(c Config) *redis.Client {
 	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    master,
 		SentinelAddrs: c.SentinelAddrs,
-		Dialer:        dialer(c.Timeout),
-		DialTimeout:   c.Timeout,
-		ReadTimeout:   c.Timeout,
-		WriteTimeout:  c.Timeout,
-		PoolSize:      c.PoolSize,
+		Username:      c.Username,
+		Password:      password,
+		// The same user on the Sentinels: they refuse a client that does not authenticate.
+		SentinelUsername: c.Username,
+		SentinelPassword: password,
+		Dialer:           dialer(c.Timeout),
+		DialTimeout:      c.Timeout,
+		ReadTimeout:      c.Timeout,
+		WriteTimeout:     c.Timeout,
+		PoolSize:         c.PoolSize,
 		// A request's deadline must bound its Redis call even when Redis stalls mid-read.
 		ContextTimeoutEnabled: true,
 	})
+}
+
+// password reads PasswordFile: its content without the line end that editors and `echo` add.
+func (c Config) password() (string, error) {
+	if c.PasswordFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(c.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("redis: the password of %s (REDIS_PASSWORD_FILE): %w", c.Username, err)
+	}
+	p := strings.TrimRight(string(b), "\r\n")
+	if p == "" {
+		return "", fmt.Errorf("redis: the password file %s (REDIS_PASSWORD_FILE) is empty", c.PasswordFile)
+	}
+	return p, nil
 }
 
 // Ping checks that Redis answers; through Sentinel, that the current primary does. On a cluster
