@@ -29,11 +29,13 @@ type scriptRun struct {
 
 // runRedisScript runs deploy/redis/likes-redis.sh with sh (dash here, as in the Debian stand-in
 // image) and only env set, as the containers run it, with a docker-entrypoint.sh on PATH that
-// prints its arguments instead of starting Redis.
+// prints its arguments instead of starting Redis, and, when the last is "-" (configuration on
+// standard input), a line "<stdin>" and what it was given there.
 func runRedisScript(t *testing.T, env map[string]string, args ...string) scriptRun {
 	t.Helper()
 	bin := t.TempDir()
-	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"
+	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; last=$a; done\n" +
+		"if [ \"$last\" = - ]; then echo '<stdin>'; cat; fi\n"
 	if err := os.WriteFile(filepath.Join(bin, "docker-entrypoint.sh"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,39 @@
 #   SENTINEL_FAILOVER_TIMEOUT_MS  how long a failover may take; a failed one is retried after twice this (2000)
 #   SENTINEL_CONF              sentinel: its configuration file (/data/sentinel.conf)
 #   REDIS_PRIMARY_WAIT         node: seconds a replica waits for its primary to answer (10)
+#   REDIS_CREDENTIALS          a directory of the files `credentials` made (see below); unset:
+#                              no authentication (a test's throwaway Redis)
+#
+# Credentials (REDIS_CREDENTIALS; both shipped deployments set it): a data node loads the users
+# of redis-users.acl (pkg/redisacl: the default user off, one user per role) and authenticates
+# to its primary as the replica user (replica.password); a Sentinel loads sentinel-users.acl and
+# authenticates to the data nodes and to the other Sentinels as the sentinel user
+# (sentinel.password). The health checks and the questions this script asks connect as the
+# monitor user (monitor.password). Passwords reach redis-server on its standard input, never on
+# its command line, which any process of the machine can read.
 set -eu
 
 master=${REDIS_SENTINEL_MASTER:-mymaster}
+creds=${REDIS_CREDENTIALS:-}
+
+# secret prints the file $1 of the credentials directory, failing when it is missing.
+secret() {
+	[ -s "$creds/$1" ] || {
+		echo "likes-redis: $creds/$1 is missing or empty (REDIS_CREDENTIALS)" >&2
+		exit 1
+	}
+	cat "$creds/$1"
+}
+
+# The questions this script asks (the health checks, the primary's address) connect as the
+# monitor user when the deployment has credentials: `redis-cli $cli_user`. REDISCLI_AUTH keeps its
+# password off the command line; it is unset before redis-server starts.
+cli_user=
+if [ -n "$creds" ]; then
+	REDISCLI_AUTH=$(secret monitor.password)
+	export REDISCLI_AUTH
+	cli_user="--user monitor"
+fi
 
 # sentinels prints the Sentinels' host:port addresses, one per line.
 sentinels() {
@@ -40,7 +70,7 @@ ask_primary() {
 		port=${s##*:}
 		[ "$host" = "${SENTINEL_NAME:-}" ] && continue
 		# redis-cli exits 0 on an error reply and prints it: accept only "host\nport".
-		out=$(timeout 2 redis-cli -h "$host" -p "$port" --raw sentinel get-master-addr-by-name "$master" 2>/dev/null) || continue
+		out=$(timeout 2 redis-cli $cli_user -h "$host" -p "$port" --raw sentinel get-master-addr-by-name "$master" 2>/dev/null) || continue
 		name=$(echo "$out" | sed -n 1p)
 		port=$(echo "$out" | sed -n 2p)
 		case $port in '' | *[!0-9]*) continue ;; esac
@@ -59,7 +89,7 @@ ask_primary() {
 wait_primary() {
 	deadline=$(($(date +%s) + ${REDIS_PRIMARY_WAIT:-10}))
 	while [ "$(date +%s)" -lt "$deadline" ]; do
-		case $(timeout 2 redis-cli -h "$1" -p "$2" ping 2>/dev/null) in PONG | LOADING*) return 0 ;; esac
+		case $(timeout 2 redis-cli $cli_user -h "$1" -p "$2" ping 2>/dev/null) in PONG | LOADING*) return 0 ;; esac
 		sleep 0.5
 	done
 	echo "likes-redis: primary $1 did not answer within ${REDIS_PRIMARY_WAIT:-10}s; starting as its replica anyway" >&2
@@ -82,7 +112,19 @@ node() {
 		echo "likes-redis: $REDIS_NODE starts as a replica of $host:$port" >&2
 		set -- "$@" --replicaof "$host" "$port"
 	fi
-	exec docker-entrypoint.sh redis-server "$@"
+	unset REDISCLI_AUTH
+	if [ -z "$creds" ]; then
+		exec docker-entrypoint.sh redis-server "$@"
+	fi
+	# Every node gets masteruser and masterauth, not only a replica: a primary becomes one when
+	# the Sentinels fail it over. "-" (last) reads these lines from standard input.
+	secret redis-users.acl >/dev/null
+	exec docker-entrypoint.sh redis-server "$@" - <<EOF
+aclfile $creds/redis-users.acl
+protected-mode yes
+masteruser replica
+masterauth $(secret replica.password)
+EOF
 }
 
 # sentinel starts a Sentinel. Sentinel rewrites its configuration file as it learns the topology
@@ -113,20 +155,42 @@ EOF
 		mv "$conf.new" "$conf"
 		echo "likes-redis: $SENTINEL_NAME monitors $master at $primary" >&2
 	fi
+	if [ -n "$creds" ]; then
+		sentinel_auth "$conf"
+	fi
+	unset REDISCLI_AUTH
 	exec docker-entrypoint.sh redis-server "$conf" --sentinel
+}
+
+# sentinel_auth writes the credentials into the Sentinel's file $1 at every start, in place of
+# those it had, so that a Sentinel whose file outlived a change of passwords takes the new ones.
+sentinel_auth() {
+	pw=$(secret sentinel.password)
+	secret sentinel-users.acl >/dev/null
+	grep -Ev "^(aclfile|protected-mode|sentinel (auth-user|auth-pass|sentinel-user|sentinel-pass)) " "$1" >"$1.new" || true
+	cat >>"$1.new" <<EOF
+aclfile $creds/sentinel-users.acl
+protected-mode yes
+sentinel auth-user $master sentinel
+sentinel auth-pass $master $pw
+sentinel sentinel-user sentinel
+sentinel sentinel-pass $pw
+EOF
+	chmod 600 "$1.new"
+	mv "$1.new" "$1"
 }
 
 # check_node: a primary answers PING (PONG only once its data is loaded); a replica also has its
 # link to the primary up, so that "healthy" means it holds the data.
 check_node() {
-	[ "$(redis-cli -p 6379 ping)" = PONG ] || return 1
-	redis-cli -p 6379 info replication | grep -Eq '^(role:master|master_link_status:up)'
+	[ "$(redis-cli $cli_user -p 6379 ping)" = PONG ] || return 1
+	redis-cli $cli_user -p 6379 info replication | grep -Eq '^(role:master|master_link_status:up)'
 }
 
 # check_sentinel: the Sentinel knows the primary and enough Sentinels to reach the quorum and
 # authorize a failover.
 check_sentinel() {
-	redis-cli -p 26379 sentinel ckquorum "$master" | grep -q '^OK'
+	redis-cli $cli_user -p 26379 sentinel ckquorum "$master" | grep -q '^OK'
 }
 
 cmd=${1:-}
