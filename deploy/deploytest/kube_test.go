@@ -17,9 +17,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +37,7 @@ var kubeDecoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme,
-		autoscalingv2.AddToScheme, networkingv1.AddToScheme,
+		autoscalingv2.AddToScheme, networkingv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			panic(err)
@@ -84,6 +86,11 @@ type kubeObjects struct {
 	hpas         map[string]*autoscalingv2.HorizontalPodAutoscaler
 	ingresses    map[string]*networkingv1.Ingress
 	namespaces   map[string]*corev1.Namespace
+	policies     map[string]*networkingv1.NetworkPolicy
+	jobs         map[string]*batchv1.Job
+	accounts     map[string]*corev1.ServiceAccount
+	roles        map[string]*rbacv1.Role
+	bindings     map[string]*rbacv1.RoleBinding
 }
 
 // decodeManifest decodes one YAML document into a typed object.
@@ -100,7 +107,9 @@ func loadKube(t *testing.T) *kubeObjects {
 		services:   map[string]*corev1.Service{},
 		configMaps: map[string]*corev1.ConfigMap{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
 		hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, ingresses: map[string]*networkingv1.Ingress{},
-		namespaces: map[string]*corev1.Namespace{},
+		namespaces: map[string]*corev1.Namespace{}, policies: map[string]*networkingv1.NetworkPolicy{},
+		jobs: map[string]*batchv1.Job{}, accounts: map[string]*corev1.ServiceAccount{},
+		roles: map[string]*rbacv1.Role{}, bindings: map[string]*rbacv1.RoleBinding{},
 	}
 	for _, name := range readKustomization(t).Resources {
 		raw, err := os.ReadFile(filepath.Join(kubeBase, name))
@@ -139,6 +148,16 @@ func (o *kubeObjects) add(obj runtime.Object) error {
 		o.ingresses[v.Name] = v
 	case *corev1.Namespace:
 		o.namespaces[v.Name] = v
+	case *networkingv1.NetworkPolicy:
+		o.policies[v.Name] = v
+	case *batchv1.Job:
+		o.jobs[v.Name] = v
+	case *corev1.ServiceAccount:
+		o.accounts[v.Name] = v
+	case *rbacv1.Role:
+		o.roles[v.Name] = v
+	case *rbacv1.RoleBinding:
+		o.bindings[v.Name] = v
 	default:
 		return fmt.Errorf("unexpected kind %T", obj)
 	}

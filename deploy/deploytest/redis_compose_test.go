@@ -342,7 +342,8 @@ func TestComposeOneRedis(t *testing.T) {
 	}
 	redis := p.Services["redis-0"]
 	cmd := strings.Join(redis.Command, " ")
-	for _, want := range []string{"redis-server ", "--appendonly yes", "--appendfsync everysec", "--dir /data"} {
+	for _, want := range []string{"likes-redis.sh node ", "--appendonly yes", "--appendfsync everysec", "--dir /data",
+		"--maxmemory 768mb", "--maxmemory-policy noeviction"} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("redis-0 command %q lacks %q", cmd, want)
 		}

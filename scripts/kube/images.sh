@@ -36,8 +36,8 @@ kube_images_build() {
   rm -rf "$dir"
   # The compose stack's own images, from this checkout, built the way `docker compose up --build`
   # builds them (after the compose suite, from its cache, in seconds).
-  kube_say "building likes/writer-svc:dev, likes/fanout-svc:dev, likes/loadgen:dev"
-  "$DOCKER" compose --profile bench build -q writer-svc fanout-svc loadgen >&2
+  kube_say "building likes/credentials:dev, likes/writer-svc:dev, likes/fanout-svc:dev, likes/loadgen:dev"
+  "$DOCKER" compose --profile bench build -q credentials writer-svc fanout-svc loadgen >&2
 }
 
 # kube_images_load puts the images into the cluster's containerd; an image already there with
@@ -47,8 +47,8 @@ kube_images_load() {
   redis=$(sed -n 's/^REDIS_IMAGE=//p' .run/offline/images.env 2>/dev/null || true)
   [[ -n $redis ]] || kube_die "no Redis stand-in: run make images-offline first"
   "$DOCKER" tag "$redis" likes-kube/redis:local
-  for img in "$KUBE_PAUSE_IMAGE" "$KUBE_COREDNS_IMAGE" "$KUBE_METRICS_SERVER_IMAGE" likes/writer-svc:dev likes/fanout-svc:dev \
-    likes/loadgen:dev likes-kube/redis:local; do
+  for img in "$KUBE_PAUSE_IMAGE" "$KUBE_COREDNS_IMAGE" "$KUBE_METRICS_SERVER_IMAGE" likes/credentials:dev likes/writer-svc:dev \
+    likes/fanout-svc:dev likes/loadgen:dev likes-kube/redis:local; do
     "$DOCKER" save "$img" | kube_ctr images import - >/dev/null
   done
   kube_say "images in containerd: $(kube_ctr images ls -q | grep -vc '^sha256:') tags"

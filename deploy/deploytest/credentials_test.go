@@ -1,0 +1,108 @@
+package deploytest
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// credentialsOf is what each consumer of the Redis credentials must be given, and nothing more:
+// its Redis user (for the services) and the files of its role. The credentials command makes
+// the files under these names (credentials/bundle.go).
+var credentialsOf = map[string]struct {
+	user  string
+	files []string
+}{
+	"redis":      {"", []string{"monitor.password", "redis-users.acl", "replica.password"}},
+	"sentinel":   {"", []string{"monitor.password", "sentinel-users.acl", "sentinel.password"}},
+	"writer-svc": {"writer", []string{"writer.password"}},
+	"fanout-svc": {"fanout", []string{"fanout.password"}},
+}
+
+// TestKubeCredentialsPerRole: every pod that talks to Redis mounts the Secret the credentials Job
+// makes, only its own role's files of it, and connects as its own user; only that Job has a
+// service account token, and its Role can read no Secret but the one it makes.
+func TestKubeCredentialsPerRole(t *testing.T) {
+	objs := loadKube(t)
+	specs := map[string]corev1.PodSpec{}
+	for name, d := range objs.deployments {
+		specs[name] = d.Spec.Template.Spec
+	}
+	for name, s := range objs.statefulSets {
+		specs[name] = s.Spec.Template.Spec
+	}
+	for name, want := range credentialsOf {
+		spec, ok := specs[name]
+		if !ok {
+			t.Errorf("no workload %s", name)
+			continue
+		}
+		var files []string
+		for _, v := range spec.Volumes {
+			if v.Secret != nil && v.Secret.SecretName == "likes-redis-credentials" {
+				for _, it := range v.Secret.Items {
+					files = append(files, it.Key)
+				}
+			}
+		}
+		slices.Sort(files)
+		if !slices.Equal(files, want.files) {
+			t.Errorf("%s mounts %v of the credentials; want %v", name, files, want.files)
+		}
+		env := map[string]string{}
+		for _, e := range spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		if want.user != "" && (env["REDIS_USERNAME"] != want.user || env["REDIS_PASSWORD_FILE"] != "/credentials/"+want.user+".password") {
+			t.Errorf("%s connects as %q with %q; want %s and its password file", name, env["REDIS_USERNAME"], env["REDIS_PASSWORD_FILE"], want.user)
+		}
+		if want.user == "" && env["REDIS_CREDENTIALS"] != "/credentials" {
+			t.Errorf("%s: REDIS_CREDENTIALS %q; want /credentials", name, env["REDIS_CREDENTIALS"])
+		}
+		if a := spec.AutomountServiceAccountToken; a == nil || *a {
+			t.Errorf("%s mounts a service account token", name)
+		}
+	}
+	job, ok := objs.jobs["likes-credentials"]
+	if !ok {
+		t.Fatal("no Job likes-credentials")
+	}
+	if sa := job.Spec.Template.Spec.ServiceAccountName; sa != "likes-credentials" || objs.accounts[sa] == nil {
+		t.Errorf("the credentials Job runs as %q; want its own account likes-credentials", sa)
+	}
+	for _, r := range objs.roles["likes-credentials"].Rules {
+		for _, verb := range r.Verbs {
+			ownSecret := verb == "get" && slices.Equal(r.ResourceNames, []string{"likes-redis-credentials"})
+			if verb != "create" && !ownSecret {
+				t.Errorf("the credentials Role may %s %v %v; want only create, and get of its own Secret", verb, r.Resources, r.ResourceNames)
+			}
+		}
+	}
+}
+
+// TestComposeCredentialsPerRole: in Compose each consumer mounts its own credentials volume and
+// no other, and the services connect as their own users.
+func TestComposeCredentialsPerRole(t *testing.T) {
+	p := loadCompose(t)
+	want := map[string]string{"writer-svc": "credentials-writer", "fanout-svc": "credentials-fanout",
+		"redis-0": "credentials-redis", "sentinel-0": "credentials-sentinel"}
+	for name, volume := range want {
+		var got []string
+		for _, v := range p.Services[name].Volumes {
+			if strings.HasPrefix(v.Source, "credentials-") {
+				got = append(got, v.Source)
+			}
+		}
+		if !slices.Equal(got, []string{volume}) {
+			t.Errorf("%s mounts credentials volumes %v; want only %s", name, got, volume)
+		}
+	}
+	for name, user := range map[string]string{"writer-svc": "writer", "fanout-svc": "fanout"} {
+		env := p.Services[name].Environment
+		if u := env["REDIS_USERNAME"]; u == nil || *u != user {
+			t.Errorf("%s connects as %v; want %s", name, u, user)
+		}
+	}
+}
