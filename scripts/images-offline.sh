@@ -217,13 +217,20 @@ main() {
   mkdir -p "$work/redis"
   cat >"$work/redis/entrypoint.sh" <<'EOF'
 #!/bin/sh
-# Like the official redis image: redis-server has protected mode off (a container's clients come
-# from other containers, never from its own loopback), whatever user starts it; started as root,
-# it runs as user redis and owns /data (a Kubernetes Pod starts it as uid 999 instead).
+# Like the official redis image: redis-server has protected mode off by default (a container's
+# clients come from other containers, never from its own loopback), whatever user starts it, and
+# the options it is given override that (likes-redis.sh turns it on with credentials); started
+# as root, it runs as user redis and owns /data (a Kubernetes Pod starts it as uid 999 instead).
+# A configuration file stays the first argument, and "-" (the configuration on standard input)
+# the last.
 set -e
 if [ "${1#-}" != "$1" ]; then set -- redis-server "$@"; fi
 if [ "$1" = redis-server ]; then
-  set -- "$@" --protected-mode no
+  shift
+  case ${1:-} in
+  -* | '') set -- redis-server --protected-mode no "$@" ;;
+  *) conf=$1; shift; set -- redis-server "$conf" --protected-mode no "$@" ;;
+  esac
   if [ "$(id -u)" = 0 ]; then
     chown -R redis:redis /data
     exec setpriv --reuid=redis --regid=redis --init-groups "$@"

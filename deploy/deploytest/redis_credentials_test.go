@@ -40,9 +40,11 @@ func TestRedisScriptCredentials(t *testing.T) {
 	if strings.Contains(strings.Join(args, " "), replicaPW) {
 		t.Errorf("the replica password is on redis-server's command line: %q", args)
 	}
+	if !slices.Contains(args, "--protected-mode") || args[slices.Index(args, "--protected-mode")+1] != "yes" {
+		t.Errorf("the data node's options %q do not turn protected mode on", args)
+	}
 	for _, want := range []string{
-		"aclfile " + filepath.Join(dir, "redis", "redis-users.acl"), "protected-mode yes",
-		"masteruser replica", "masterauth " + replicaPW,
+		"aclfile " + filepath.Join(dir, "redis", "redis-users.acl"), "masteruser replica", "masterauth " + replicaPW,
 	} {
 		if !slices.Contains(stdin, want) {
 			t.Errorf("the data node's configuration lacks %q: %q", want, stdin)
@@ -54,7 +56,9 @@ func TestRedisScriptCredentials(t *testing.T) {
 		"REDIS_INITIAL_PRIMARY": "127.0.0.1", "REDIS_SENTINEL_ADDRS": closedAddrs(t, 3), "REDIS_SENTINEL_MASTER": "likes",
 		"SENTINEL_CONF": conf}
 	runRedisScript(t, env, "sentinel")
-	runRedisScript(t, env, "sentinel")
+	if run := runRedisScript(t, env, "sentinel"); !slices.Equal(run.args, []string{"redis-server", conf, "--sentinel", "--protected-mode", "yes"}) {
+		t.Errorf("the Sentinel's entrypoint got %q; want its file, --sentinel and protected mode on", run.args)
+	}
 	raw, err := os.ReadFile(conf)
 	if err != nil {
 		t.Fatal(err)

@@ -117,11 +117,11 @@ node() {
 		exec docker-entrypoint.sh redis-server "$@"
 	fi
 	# Every node gets masteruser and masterauth, not only a replica: a primary becomes one when
-	# the Sentinels fail it over. "-" (last) reads these lines from standard input.
+	# the Sentinels fail it over. "-" (last) reads these lines from standard input. Protected
+	# mode is an option, after the image's own: options outrank the standard input.
 	secret redis-users.acl >/dev/null
-	exec docker-entrypoint.sh redis-server "$@" - <<EOF
+	exec docker-entrypoint.sh redis-server "$@" --protected-mode yes - <<EOF
 aclfile $creds/redis-users.acl
-protected-mode yes
 masteruser replica
 masterauth $(secret replica.password)
 EOF
@@ -155,10 +155,11 @@ EOF
 		mv "$conf.new" "$conf"
 		echo "likes-redis: $SENTINEL_NAME monitors $master at $primary" >&2
 	fi
+	unset REDISCLI_AUTH
 	if [ -n "$creds" ]; then
 		sentinel_auth "$conf"
+		exec docker-entrypoint.sh redis-server "$conf" --sentinel --protected-mode yes
 	fi
-	unset REDISCLI_AUTH
 	exec docker-entrypoint.sh redis-server "$conf" --sentinel
 }
 
