@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -50,5 +51,38 @@ func TestServicesUnderACL(t *testing.T) {
 	}
 	if n := clienttest.CountOf(t, writer.URL, "acl"); n != 1 {
 		t.Errorf("the count is %d after the refused likes; want 1", n)
+	}
+}
+
+// TestLoadgenRampUnderACL runs the ramp as the shipped deployments do: the writer in benchmark
+// mode (BENCH_SESSION_KEY_FILE), loadgen signing its likes with that key (--identity bench, no
+// session key of the deployment's) and reading Redis as the monitor user, which can read no key.
+// Every like is stored and delivered, and Redis's figures are read.
+func TestLoadgenRampUnderACL(t *testing.T) {
+	acl := redistest.NewACL(t, "likes:")
+	srv := acl.Start(t)
+	benchKey := acl.PasswordFile(redisacl.Sentinel) // any 64-character secret will do as the key
+	as := func(user string) []string {
+		return []string{"REDIS_USERNAME=" + user, "REDIS_PASSWORD_FILE=" + acl.PasswordFile(user)}
+	}
+	writer := StartWriter(t, srv.URL, append(as(redisacl.Writer), "TRUST_USER_HEADER=false", "BENCH_SESSION_KEY_FILE="+benchKey)...)
+	node := StartFanout(t, srv.URL, as(redisacl.Fanout)...)
+	out := runLoadgen(t, "ramp", "--writer", writer.URL, "--fanout", node.URL, "--conns", "60", "--posts", "2",
+		"--rate", "20", "--warmup", "300ms", "--window", "1s", "--identity", "bench", "--bench-key-file", benchKey,
+		"--redis", srv.Addr, "--redis-username", redisacl.Monitor, "--redis-password-file", acl.PasswordFile(redisacl.Monitor), "--json")
+	var res struct {
+		Phases []map[string]any `json:"phases"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Phases) != 1 {
+		t.Fatalf("decode JSON: %v, %d phases\n%s", err, len(res.Phases), out)
+	}
+	ph := res.Phases[0]
+	for field, want := range map[string]float64{"like_errors": 0, "delivery_pct": 100, "conns_failed": 0} {
+		if got, _ := ph[field].(float64); got != want {
+			t.Errorf("%s = %v; want %v", field, ph[field], want)
+		}
+	}
+	if ph["redis_cpu_pct"] == nil || ph["redis_subscribers"] == nil {
+		t.Errorf("Redis CPU %v, subscribers %v: the monitor user's readings failed", ph["redis_cpu_pct"], ph["redis_subscribers"])
 	}
 }

@@ -29,18 +29,18 @@ const maxSources = 1 << 16
 // loadConfig reads the ramp's flags (with environment defaults) into a validated ramp.Config.
 func loadConfig(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) (ramp.Config, outputs, error) {
 	var (
-		cfg                    ramp.Config
-		out                    outputs
-		fanout, conns, sources []string
-		writerMetrics          []string
-		maxConnectRate         float64
-		postPrefix, objective  string
-		untilBreak             bool
-		grow                   string
-		search                 ramp.Search
-		react                  bool
-		reactCfg               ramp.React
-		storm                  ramp.Storm
+		cfg                     ramp.Config
+		out                     outputs
+		fanout, conns, sources  []string
+		writerMetrics           []string
+		maxConnectRate          float64
+		postPrefix, objective   string
+		untilBreak              bool
+		grow, redisPasswordFile string
+		search                  ramp.Search
+		react                   bool
+		reactCfg                ramp.React
+		storm                   ramp.Storm
 	)
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	set := envflag.New("loadgen ramp", getenv, stderr)
@@ -59,9 +59,13 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		"Sentinels (host:port, comma-separated) that name the primary whose CPU per like and subscribers per post each phase reports, followed across a failover; instead of --redis")
 	set.String(&cfg.RedisSentinelMaster, "redis-sentinel-master", "LOADGEN_REDIS_SENTINEL_MASTER", "mymaster", "with --redis-sentinels: the monitored primary's name (REDIS_SENTINEL_MASTER)")
 	set.String(&cfg.RedisPrefix, "redis-prefix", "LOADGEN_REDIS_PREFIX", "likes:", "the deployment's REDIS_PREFIX (names the posts' channels and the session keys)")
+	set.String(&redisPasswordFile, "redis-password-file", "LOADGEN_REDIS_PASSWORD_FILE", "", "file holding the password of --redis-username")
+	set.String(&cfg.RedisUsername, "redis-username", "LOADGEN_REDIS_USERNAME", "", "the Redis ACL user the readings connect as, to Redis and its Sentinels (a deployment's read-only monitor user)")
 	set.String(&cfg.Identity, "identity", "LOADGEN_IDENTITY", ramp.IdentitySession,
-		"how each like names its fresh user: session (an Authorization: Bearer session token signed with the deployment's session key, read from the Redis of --redis or --redis-sentinels, which it needs) "+
+		"how each like names its fresh user: bench (a session token for a benchmark user, bench-..., signed with --bench-key-file's key, which the writers accept with BENCH_SESSION_KEY_FILE: what a deployment whose Redis keeps its session keys from loadgen uses), "+
+			"session (signed with the deployment's own session key, read from the Redis of --redis or --redis-sentinels, which it needs) "+
 			"or header (X-User-ID, believed only by writers run with TRUST_USER_HEADER=true)")
+	set.String(&cfg.BenchKeyFile, "bench-key-file", "LOADGEN_BENCH_KEY_FILE", "", "with --identity bench: the file holding the writers' BENCH_SESSION_KEY_FILE key")
 	set.Duration(&cfg.SessionKeyRotate, "session-key-rotate", "LOADGEN_SESSION_KEY_ROTATE", sessiontoken.DefaultKeyRotate,
 		"with --identity session: the deployment's SESSION_KEY_ROTATE, which names its session keys")
 	set.String(&objective, "slo", "LOADGEN_SLO", slo.Default,
@@ -106,6 +110,13 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	set.String(&out.html, "html", "", "", "also write a self-contained HTML report with charts to this file")
 	if err := set.Parse(args[2:]); err != nil {
 		return cfg, out, err
+	}
+	if redisPasswordFile != "" {
+		b, err := os.ReadFile(redisPasswordFile)
+		if err != nil {
+			return cfg, out, fmt.Errorf("--redis-password-file: %w", err)
+		}
+		cfg.RedisPassword = strings.TrimRight(string(b), "\r\n")
 	}
 	for _, c := range conns {
 		n, err := strconv.Atoi(c)

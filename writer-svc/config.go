@@ -13,6 +13,7 @@ import (
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/pkg/sessiontoken"
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
@@ -149,7 +150,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, refreshRate, sessionRate, sessionSecret, kinds string
+	var likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, refreshRate, sessionRate, sessionSecret, benchKeyFile, kinds string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -192,6 +193,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Duration(&c.Session.MaxAge, "session-max-age", "SESSION_MAX_AGE", d.MaxAge, "refreshes stop this long after the session began; the client then starts a new one")
 	set.Duration(&c.Session.KeyRotate, "session-key-rotate", "SESSION_KEY_ROTATE", d.KeyRotate, "a new signing key (kept in Redis, shared by all replicas) takes over this often; old ones verify until their tokens can no longer be refreshed")
 	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis")
+	set.String(&benchKeyFile, "bench-session-key-file", "BENCH_SESSION_KEY_FILE", "", `benchmark mode: a file holding a key (at least 32 bytes) with which a load generator signs session tokens (kid "bench") for users whose ids begin with "bench-", and only for them; empty: off`)
 	set.String(&sessionRate, "session-rate", "SESSION_RATE", defaultSessionRate, `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration with an optional burst; "off": none`)
 	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-address limits")
 	if len(args) > 0 {
@@ -225,6 +227,13 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	}
 	if sessionSecret != "" {
 		c.Session.Secret = []byte(sessionSecret)
+	}
+	if benchKeyFile != "" {
+		key, err := sessiontoken.ReadBenchKey(benchKeyFile)
+		if err != nil {
+			return Config{}, err
+		}
+		c.Session.BenchSecret = key.Secret
 	}
 	if c.TrustedProxies, err = clientip.ParsePrefixes(trusted); err != nil {
 		return Config{}, fmt.Errorf("trusted proxies: %w", err)
@@ -298,6 +307,8 @@ func (c Config) validateIdentity() error {
 	case !c.Auth.TrustUserHeader && !c.Auth.Enabled() && !c.Session.Enabled:
 		return errors.New("SESSIONS=false with neither AUTH_JWT_SECRET/AUTH_JWKS_URL nor TRUST_USER_HEADER: " +
 			"no way to identify anyone; keep sessions on, configure the site's JWTs, or trust a gateway's X-User-ID")
+	case c.Session.BenchSecret != nil && !c.Session.Enabled:
+		return errors.New("BENCH_SESSION_KEY_FILE with SESSIONS=false: benchmark tokens are session tokens; turn sessions on, or unset the key")
 	case c.Auth.JWKSURL != "" && c.Auth.Audience == "":
 		// A shared identity provider signs tokens for many APIs with the same keys; without an
 		// audience check one issued for another API would like here.

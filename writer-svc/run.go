@@ -14,6 +14,7 @@ import (
 	"github.com/likes/likes/pkg/logging"
 	"github.com/likes/likes/pkg/runtimelimits"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // run starts writer-svc and serves until ctx is done or SIGINT/SIGTERM arrives, then lets
@@ -49,6 +50,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Bool("cluster", cfg.Redis.Cluster()),
 		zap.String("redis_mode", cfg.Redis.Mode()), zap.String("identity", cfg.Auth.Mode()), zap.Bool("sessions", cfg.Session.Enabled),
 		zap.Stringer("like_rate", cfg.LikeRate), zap.Bool("like_rate_per_post", cfg.LikeRatePerPost), zap.Stringer("like_addr_rate", cfg.LikeAddrRate))
+	if cfg.Session.BenchSecret != nil {
+		log.Warn("benchmark mode: session tokens signed with BENCH_SESSION_KEY_FILE's key are accepted for users " +
+			sessiontoken.BenchUserPrefix + "...; turn it off (unset it) outside load tests")
+	}
 	err = serve.Serve(ctx, srv, ln, cfg.Serve.ShutdownTimeout)
 	log.Info("stopped", zap.Error(err))
 	return err

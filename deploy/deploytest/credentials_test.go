@@ -87,7 +87,7 @@ func TestKubeCredentialsPerRole(t *testing.T) {
 func TestComposeCredentialsPerRole(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string]string{"writer-svc": "credentials-writer", "fanout-svc": "credentials-fanout",
-		"redis-0": "credentials-redis", "sentinel-0": "credentials-sentinel"}
+		"redis-0": "credentials-redis", "sentinel-0": "credentials-sentinel", "loadgen": "credentials-loadgen"}
 	for name, volume := range want {
 		var got []string
 		for _, v := range p.Services[name].Volumes {
@@ -99,10 +99,12 @@ func TestComposeCredentialsPerRole(t *testing.T) {
 			t.Errorf("%s mounts credentials volumes %v; want only %s", name, got, volume)
 		}
 	}
-	for name, user := range map[string]string{"writer-svc": "writer", "fanout-svc": "fanout"} {
-		env := p.Services[name].Environment
-		if u := env["REDIS_USERNAME"]; u == nil || *u != user {
-			t.Errorf("%s connects as %v; want %s", name, u, user)
+	for name, want := range map[string][2]string{
+		"writer-svc": {"REDIS_USERNAME", "writer"}, "fanout-svc": {"REDIS_USERNAME", "fanout"},
+		"loadgen": {"LOADGEN_REDIS_USERNAME", "monitor"},
+	} {
+		if u := p.Services[name].Environment[want[0]]; u == nil || *u != want[1] {
+			t.Errorf("%s connects to Redis as %v; want %s", name, u, want[1])
 		}
 	}
 }

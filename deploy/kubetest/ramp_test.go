@@ -10,8 +10,10 @@ import (
 
 // rampJob is loadgen's ramp as a Job in the likes namespace (its image, likes/loadgen:dev, as
 // docker-compose.yml builds it): every fanout Pod through the headless fanout-svc-pods, likes
-// through writer-svc with session identities (the key read from Redis through the Sentinels),
-// JSON on stdout. It meets the namespace's "restricted" Pod Security like the base's Pods.
+// through writer-svc as load-test users (--identity bench: the benchmark key that deploy/kube
+// turns the writers' benchmark mode on with), Redis read through the Sentinels as the monitor
+// user, both from the Secret the credentials Job made; JSON on stdout. It meets the namespace's
+// "restricted" Pod Security like the base's Pods.
 const rampJob = `apiVersion: batch/v1
 kind: Job
 metadata:
@@ -27,7 +29,16 @@ spec:
       securityContext:
         runAsNonRoot: true
         runAsUser: 65532
+        fsGroup: 65532
         seccompProfile: {type: RuntimeDefault}
+      volumes:
+        - name: credentials
+          secret:
+            secretName: likes-redis-credentials
+            defaultMode: 0440
+            items:
+              - {key: monitor.password, path: monitor.password}
+              - {key: bench-session.key, path: bench-session.key}
       containers:
         - name: loadgen
           image: likes/loadgen:dev
@@ -37,6 +48,12 @@ spec:
             - {name: LOADGEN_FANOUT, value: "http://fanout-svc-pods:8090"}
             - {name: LOADGEN_REDIS_SENTINEL_ADDRS, value: "sentinel-0.sentinel:26379,sentinel-1.sentinel:26379,sentinel-2.sentinel:26379"}
             - {name: LOADGEN_REDIS_SENTINEL_MASTER, value: mymaster}
+            - {name: LOADGEN_REDIS_USERNAME, value: monitor}
+            - {name: LOADGEN_REDIS_PASSWORD_FILE, value: /credentials/monitor.password}
+            - {name: LOADGEN_IDENTITY, value: bench}
+            - {name: LOADGEN_BENCH_KEY_FILE, value: /credentials/bench-session.key}
+          volumeMounts:
+            - {name: credentials, mountPath: /credentials, readOnly: true}
           resources:
             requests: {cpu: 100m, memory: 64Mi}
           securityContext:

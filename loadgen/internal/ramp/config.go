@@ -21,10 +21,14 @@ type Config struct {
 	// whose CPU and subscriptions the phases report, followed across a failover.
 	RedisSentinels      []string
 	RedisSentinelMaster string
-	PostPrefix          string // post ids are PostPrefix-0, PostPrefix-1, ...
-	UserPrefix          string // user ids are UserPrefix<n>
-	// Identity is how a like names its user: IdentitySession or IdentityHeader.
+	// RedisUsername and RedisPassword are the user the readings connect as (to the Sentinels too).
+	RedisUsername, RedisPassword string
+	PostPrefix                   string // post ids are PostPrefix-0, PostPrefix-1, ...
+	UserPrefix                   string // user ids are UserPrefix<n>
+	// Identity is how a like names its user: IdentityBench, IdentitySession or IdentityHeader.
 	Identity string
+	// BenchKeyFile holds the benchmark key (IdentityBench).
+	BenchKeyFile string
 	// SessionKeyRotate is the deployment's SESSION_KEY_ROTATE, which names its session keys.
 	SessionKeyRotate time.Duration
 	Writers          int     // closed-loop writers (when Rate is 0)
@@ -94,6 +98,10 @@ const (
 	IdentitySession = "session"
 	// IdentityHeader: X-User-ID, for a writer run with TRUST_USER_HEADER=true.
 	IdentityHeader = "header"
+	// IdentityBench: a session token for a benchmark user (sessiontoken.BenchUserPrefix), signed
+	// with the benchmark key that the writers accept with BENCH_SESSION_KEY_FILE: no access to
+	// the deployment's own signing keys, which its Redis keeps from everyone but the writers.
+	IdentityBench = "bench"
 )
 
 // Validate reports the first thing wrong with c.
@@ -123,8 +131,10 @@ func (c *Config) Validate() error {
 		return errors.New("--redis and --redis-sentinels both name the Redis to read: set one")
 	case len(c.RedisSentinels) > 0 && c.RedisSentinelMaster == "":
 		return errors.New("--redis-sentinel-master is required with --redis-sentinels")
-	case c.Identity != IdentitySession && c.Identity != IdentityHeader:
-		return fmt.Errorf("--identity: %q is neither %s nor %s", c.Identity, IdentitySession, IdentityHeader)
+	case c.Identity != IdentitySession && c.Identity != IdentityHeader && c.Identity != IdentityBench:
+		return fmt.Errorf("--identity: %q is none of %s, %s, %s", c.Identity, IdentityBench, IdentitySession, IdentityHeader)
+	case c.Identity == IdentityBench && c.BenchKeyFile == "":
+		return errors.New("--identity bench needs --bench-key-file (LOADGEN_BENCH_KEY_FILE): the key the writers accept with BENCH_SESSION_KEY_FILE")
 	case c.Identity == IdentitySession && c.Redis == "" && len(c.RedisSentinels) == 0:
 		return errors.New("--identity session (the default) signs each like's session token with the deployment's key, kept in Redis: " +
 			"set --redis or --redis-sentinels (LOADGEN_REDIS, LOADGEN_REDIS_SENTINEL_ADDRS), " +

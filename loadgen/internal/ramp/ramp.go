@@ -17,6 +17,7 @@ import (
 	"github.com/likes/likes/loadgen/internal/nodemetrics"
 	"github.com/likes/likes/loadgen/internal/procstat"
 	"github.com/likes/likes/loadgen/internal/report"
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // MemMethod says how memory per connection is computed.
@@ -74,6 +75,15 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		defer r.redis.close()
 	}
 	var identity []likes.Option
+	users := cfg.UserPrefix
+	if cfg.Identity == IdentityBench {
+		key, err := sessiontoken.ReadBenchKey(cfg.BenchKeyFile)
+		if err != nil {
+			return res, err
+		}
+		identity = append(identity, likes.WithSessions(sessiontoken.StaticKey{K: key}))
+		users = sessiontoken.BenchUserPrefix + users
+	}
 	if cfg.Identity == IdentitySession {
 		s, err := startSessions(ctx, r.redis, cfg)
 		if err != nil {
@@ -85,7 +95,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	if x := cfg.React; x != nil {
 		identity = append(identity, likes.WithReactions(x.Kinds, x.Interval))
 	}
-	r.load = likes.New(cfg.Writer, r.posts, cfg.UserPrefix, maxConns, cfg.LikeTimeout, identity...)
+	r.load = likes.New(cfg.Writer, r.posts, users, maxConns, cfg.LikeTimeout, identity...)
 	defer r.load.Close()
 	r.pool = newPool(&r.cfg, r.posts, stderr)
 	defer func() { r.pool.close() }() // a search may replace the pool

@@ -29,12 +29,13 @@ type redisView struct {
 func newRedisView(ctx context.Context, cfg Config) *redisView {
 	v := &redisView{keys: rediskeys.New(cfg.RedisPrefix)}
 	if len(cfg.RedisSentinels) > 0 {
-		v.client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.RedisSentinelMaster, SentinelAddrs: cfg.RedisSentinels})
+		v.client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.RedisSentinelMaster, SentinelAddrs: cfg.RedisSentinels,
+			Username: cfg.RedisUsername, Password: cfg.RedisPassword, SentinelUsername: cfg.RedisUsername, SentinelPassword: cfg.RedisPassword})
 		return v
 	}
-	v.client = redis.NewClient(&redis.Options{Addr: cfg.Redis})
+	v.client = redis.NewClient(&redis.Options{Addr: cfg.Redis, Username: cfg.RedisUsername, Password: cfg.RedisPassword})
 	if info, err := v.client.Info(ctx, "cluster").Result(); err == nil && strings.Contains(info, "cluster_enabled:1") {
-		v.cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cfg.Redis}})
+		v.cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cfg.Redis}, Username: cfg.RedisUsername, Password: cfg.RedisPassword})
 	}
 	return v
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -73,11 +74,15 @@ func (s *Issuer) Issue(ctx context.Context) (Session, error) {
 }
 
 // Refresh returns a new token for the user of raw, a token that is current or expired less than
-// RefreshGrace ago, with the same session start. A session older than MaxAge is ErrTooOld.
+// RefreshGrace ago, with the same session start. A session older than MaxAge is ErrTooOld. A
+// benchmark token is not refreshed: that would sign a benchmark user with the deployment's key.
 func (s *Issuer) Refresh(ctx context.Context, raw string) (Session, error) {
 	c, err := s.parse(ctx, s.refresh, raw)
 	if err != nil {
 		return Session{}, err
+	}
+	if strings.HasPrefix(c.Subject, sessiontoken.BenchUserPrefix) {
+		return Session{}, fmt.Errorf("%w: benchmark sessions are not refreshed", auth.ErrUnauthenticated)
 	}
 	now := s.o.Now()
 	if now.Unix() >= c.Start+int64(s.o.MaxAge/time.Second) {
@@ -111,13 +116,21 @@ func (s *Issuer) sign(ctx context.Context, user string, start int64, now time.Ti
 }
 
 // parse verifies raw with p. A key that Redis could not give is sessiontoken.ErrUnavailable
-// (503); anything else wrong is auth.ErrUnauthenticated (401).
+// (503); anything else wrong is auth.ErrUnauthenticated (401). A benchmark token verifies only
+// with BenchSecret, never with a key looked up in Redis, and only for a benchmark user.
 func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (sessiontoken.Claims, error) {
 	var c sessiontoken.Claims
+	bench := false
 	_, err := p.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
-		if kid == "" {
+		switch {
+		case kid == "":
 			return nil, errors.New("session token has no kid")
+		case kid == sessiontoken.BenchKeyID && s.o.BenchSecret == nil:
+			return nil, errors.New("benchmark sessions are off (BENCH_SESSION_KEY_FILE)")
+		case kid == sessiontoken.BenchKeyID:
+			bench = true
+			return s.o.BenchSecret, nil
 		}
 		return s.ring.Verifying(ctx, kid)
 	})
@@ -129,6 +142,9 @@ func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (sessiont
 	}
 	if err := ids.ValidUserID(c.Subject); err != nil {
 		return sessiontoken.Claims{}, fmt.Errorf("%w: token subject: %w", auth.ErrUnauthenticated, err)
+	}
+	if bench != strings.HasPrefix(c.Subject, sessiontoken.BenchUserPrefix) {
+		return sessiontoken.Claims{}, fmt.Errorf("%w: benchmark tokens name benchmark users (%s...), and only they do", auth.ErrUnauthenticated, sessiontoken.BenchUserPrefix)
 	}
 	if c.Start <= 0 || c.IssuedAt == nil || c.Start > c.IssuedAt.Unix() {
 		return sessiontoken.Claims{}, fmt.Errorf("%w: session token has no valid sid_start", auth.ErrUnauthenticated)

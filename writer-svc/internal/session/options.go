@@ -16,6 +16,9 @@ type Options struct {
 	KeyRotate    time.Duration // how long one key signs before the next takes over
 	// Secret, when set, is the one static HS256 key (kid "static"): no keys in Redis, no rotation.
 	Secret []byte
+	// BenchSecret, when set, also verifies benchmark tokens (kid sessiontoken.BenchKeyID) for
+	// users in the benchmark namespace (sessiontoken.BenchUserPrefix): a load generator's.
+	BenchSecret []byte
 	// KeyRefresh is how often a writer reloads the key set from Redis (default 1m), which is
 	// also how soon keys an operator deleted (to end every session) stop verifying.
 	KeyRefresh time.Duration
