@@ -72,6 +72,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	stopNames := cfg.Stream.Clients.Start(ctx, log.Named("trusted-proxies")) // TRUSTED_PROXIES' host names
+	defer stopNames()
 	streams := stream.New(cfg.Stream, h, rel, log.Named("stream"))
 	counter, err := newWatching(cfg.Watching, client, keys, h, log.Named("watching"))
 	if err != nil {

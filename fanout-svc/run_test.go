@@ -62,7 +62,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		{"FLUSH_WINDOW": "-1s"},
 		{"WATCHING_INTERVAL": "-1s"},
 		{"WATCHING_INTERVAL": "1ms"},
-		{"TRUSTED_PROXIES": "not-an-ip"},
+		{"TRUSTED_PROXIES": "10.0.0.300"},
 		{"HEARTBEAT_INTERVAL": "soon"},
 		{"PAGE_POSTS": "a,b,c", "MAX_POSTS_PER_STREAM": "2"},
 		{"REDIS_SENTINEL_MASTER": "likes"},

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/writer-svc/internal/auth"
@@ -31,6 +30,8 @@ type app struct {
 	sessions *session.Issuer // nil when sessions are off
 	changes  *like.Coalescer // nil until built
 	handler  http.Handler
+	// stopNames stops the re-resolution of TRUSTED_PROXIES' host names.
+	stopNames func()
 }
 
 // newApp builds the writer from cfg. Anything started in the background (the JWKS refresh)
@@ -40,7 +41,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{rdb: rdb}
+	a := &app{rdb: rdb, stopNames: cfg.Clients.Start(ctx, log)}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
@@ -82,7 +83,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	}
 	o := like.Options{
 		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit, LimitPerPost: cfg.LikeRatePerPost,
-		Clients: clientip.Resolver{Trusted: cfg.TrustedProxies}, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
+		Clients: cfg.Clients, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
 		Index: like.NewIndex(a.store, a.changes), Admin: admin, EraseTimeout: eraseTimeout(cfg),
 		ReactionKinds: cfg.ReactionKinds,
 	}
@@ -137,7 +138,7 @@ func newSessionHandler(cfg Config, issuer *session.Issuer, rdb redis.UniversalCl
 		return nil
 	}
 	o := session.HandlerOptions{
-		Issuer: issuer, Clients: clientip.Resolver{Trusted: cfg.TrustedProxies},
+		Issuer: issuer, Clients: cfg.Clients,
 		Metrics: session.NewMetrics(reg, metricsNamespace), Log: log, Timeout: cfg.RequestTimeout,
 	}
 	if !cfg.Session.Rate.Off() {
@@ -152,6 +153,7 @@ func newSessionHandler(cfg Config, issuer *session.Issuer, rdb redis.UniversalCl
 // close waits for the batches still in flight (the HTTP server has stopped by then), then closes
 // the Redis client they use.
 func (a *app) close() error {
+	a.stopNames()
 	if a.changes != nil {
 		a.changes.Close()
 	}

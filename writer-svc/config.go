@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"net/url"
 	"time"
 
@@ -44,9 +43,9 @@ type Config struct {
 	UserDataAddrRate ratelimit.Rate // reads and erasures of user data per client address
 	Auth             AuthConfig
 	Session          SessionConfig
-	// TrustedProxies are the peers whose X-Forwarded-For names the client, for per-address
-	// limits (the session issue rate).
-	TrustedProxies []netip.Prefix
+	// Clients tells a request's client from its peer, or from X-Forwarded-For when the peer is
+	// a trusted proxy (TRUSTED_PROXIES), for per-address limits.
+	Clients clientip.Resolver
 }
 
 // SessionConfig configures the writer's anonymous sessions (POST /session). On by default: with
@@ -195,7 +194,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis")
 	set.String(&benchKeyFile, "bench-session-key-file", "BENCH_SESSION_KEY_FILE", "", `benchmark mode: a file holding a key (at least 32 bytes) with which a load generator signs session tokens (kid "bench") for users whose ids begin with "bench-", and only for them; empty: off`)
 	set.String(&sessionRate, "session-rate", "SESSION_RATE", defaultSessionRate, `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration with an optional burst; "off": none`)
-	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxy addresses/CIDRs whose X-Forwarded-For is believed for per-address limits")
+	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for per-address limits: addresses, CIDRs, or host names (the balancer's; every address a name resolves to, resolved again every 10s)")
 	if len(args) > 0 {
 		args = args[1:]
 	}
@@ -235,7 +234,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 		}
 		c.Session.BenchSecret = key.Secret
 	}
-	if c.TrustedProxies, err = clientip.ParsePrefixes(trusted); err != nil {
+	if c.Clients, err = clientip.ParseTrusted(trusted, nil); err != nil {
 		return Config{}, fmt.Errorf("trusted proxies: %w", err)
 	}
 	if c.ReactionKinds, err = ids.ParseReactionKinds(kinds); err != nil {

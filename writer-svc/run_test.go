@@ -186,7 +186,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"key rotation too short for the token life", []string{"--sessions", "--session-key-rotate", "1m"}, nil, "too short"},
 		{"key rotation not whole seconds", []string{"--sessions", "--session-key-rotate", "1500ms"}, nil, "whole seconds"},
 		{"bad session rate", nil, map[string]string{"SESSION_RATE": "lots"}, "session rate"},
-		{"bad trusted proxy", nil, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, "trusted proxies"},
+		{"bad trusted proxy", nil, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy_local"}, "trusted proxies"},
 		{"short admin token", nil, map[string]string{"ADMIN_TOKEN": "short"}, "admin token"},
 		{"cluster write timeout too short to erase", nil, map[string]string{"REDIS_CLUSTER_ADDRS": "a:7000", "WRITE_TIMEOUT": "4s"}, "on a Cluster"},
 	}

@@ -406,3 +406,18 @@ func TestComposeRedisOnItsOwnNetwork(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeTrustsOnlyTheBalancer: the services believe X-Forwarded-For from haproxy alone, by
+// its service name, not from all private address space (where any container could claim a client
+// address of its choosing), and each fanout node caps the streams of one client address.
+func TestComposeTrustsOnlyTheBalancer(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"writer-svc", "fanout-svc"} {
+		if v := p.Services[name].Environment["TRUSTED_PROXIES"]; v == nil || *v != "haproxy" {
+			t.Errorf("%s TRUSTED_PROXIES %v; want haproxy", name, v)
+		}
+	}
+	if v := p.Services["fanout-svc"].Environment["MAX_VIEWERS_PER_IP"]; v == nil || *v == "" || *v == "0" {
+		t.Errorf("fanout-svc MAX_VIEWERS_PER_IP %v; want a cap by default", v)
+	}
+}

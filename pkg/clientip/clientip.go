@@ -11,6 +11,7 @@ import (
 // Resolver tells a request's client address. The zero Resolver trusts no proxy.
 type Resolver struct {
 	Trusted []netip.Prefix // proxies whose X-Forwarded-For is believed
+	Names   *Names         // and those named by host name; nil: none
 }
 
 // Addr returns the client address of r: the peer's, or, when the peer is a trusted proxy, the
@@ -53,7 +54,7 @@ func (c Resolver) Trusts(a netip.Addr) bool {
 			return true
 		}
 	}
-	return false
+	return c.Names != nil && c.Names.Contains(a)
 }
 
 // Peer is the address of a RemoteAddr ("host:port", or a bare host), unmapped; the zero Addr when

@@ -101,7 +101,7 @@ func FuzzSourceAddress(f *testing.F) {
 		r := httptest.NewRequest("GET", "/sse/1", nil)
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", xff)
-		p := newPerSource(1, trusted)
+		p := newPerSource(1, clientip.Resolver{Trusted: trusted})
 		got := p.source(sourceOf(r))
 		peer := clientip.Peer(remote)
 		if !(clientip.Resolver{Trusted: trusted}).Trusts(peer) {

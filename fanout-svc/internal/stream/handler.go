@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/pkg/update"
 )
@@ -25,12 +25,12 @@ type Snapshotter interface {
 
 // Config bounds what a stream may ask for.
 type Config struct {
-	MaxConns       int           // viewers per node; more get 503 + Retry-After
-	MaxPosts       int           // posts per stream, at most hub.MaxPosts (0: hub.MaxPosts)
-	Retry          time.Duration // base reconnection delay sent as retry:, jittered up to +50%
-	MaxPerSource   int           // viewers per client address; 0: no limit
-	TrustedProxies []netip.Prefix
-	SetupTimeout   time.Duration // subscribe + snapshot must finish within this
+	MaxConns     int               // viewers per node; more get 503 + Retry-After
+	MaxPosts     int               // posts per stream, at most hub.MaxPosts (0: hub.MaxPosts)
+	Retry        time.Duration     // base reconnection delay sent as retry:, jittered up to +50%
+	MaxPerSource int               // viewers per client address; 0: no limit
+	Clients      clientip.Resolver // the client address behind TRUSTED_PROXIES
+	SetupTimeout time.Duration     // subscribe + snapshot must finish within this
 }
 
 // Handler serves GET /sse/{postID} and GET /sse?posts=a,b,c, routed by net/http (Routes) or read
@@ -57,7 +57,7 @@ func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
 	if cfg.MaxPosts <= 0 || cfg.MaxPosts > hub.MaxPosts {
 		cfg.MaxPosts = hub.MaxPosts
 	}
-	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.TrustedProxies),
+	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.Clients),
 		preambles: newPreambles(cfg.Retry)}
 }
 

@@ -13,14 +13,14 @@ import (
 // a configured proxy.
 type perSource struct {
 	max     int
-	trusted []netip.Prefix
+	clients clientip.Resolver
 
 	mu     sync.Mutex
 	counts map[netip.Addr]int
 }
 
-func newPerSource(max int, trusted []netip.Prefix) *perSource {
-	return &perSource{max: max, trusted: trusted, counts: make(map[netip.Addr]int)}
+func newPerSource(max int, clients clientip.Resolver) *perSource {
+	return &perSource{max: max, clients: clients, counts: make(map[netip.Addr]int)}
 }
 
 // source is where a stream comes from as its request says, whichever entry point read it: the
@@ -66,5 +66,5 @@ func (p *perSource) acquire(src source) (func(), bool) {
 
 // source is the client address a stream is counted under (pkg/clientip).
 func (p *perSource) source(src source) netip.Addr {
-	return clientip.Resolver{Trusted: p.trusted}.From(src.remote, src.forwarded)
+	return p.clients.From(src.remote, src.forwarded)
 }

@@ -12,7 +12,7 @@ func TestPerSourceLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPerSource(2, trusted)
+	p := newPerSource(2, clientip.Resolver{Trusted: trusted})
 	mk := func(remote, xff string) (func(), bool) {
 		r := httptest.NewRequest("GET", "/sse/1", nil)
 		r.RemoteAddr = remote
