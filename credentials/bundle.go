@@ -55,9 +55,10 @@ func complete(b bundle, prefix string) error {
 
 // consumers names, for each consumer of credentials, the files it gets: each program only its
 // own password (loadgen the monitor's), the data nodes and the Sentinels their ACL file, the
-// password they authenticate with, and the monitor's for their health checks.
+// password they authenticate with, and the monitor's for their health checks; the data nodes
+// also keep the default user's, an operator's password for administration (redis-cli there).
 var consumers = map[string][]string{
-	"redis":    {dataACLFile, passwordFile(redisacl.Replica), passwordFile(redisacl.Monitor)},
+	"redis":    {dataACLFile, passwordFile(redisacl.Replica), passwordFile(redisacl.Monitor), passwordFile(redisacl.Default)},
 	"sentinel": {sentinelACLFile, passwordFile(redisacl.Sentinel), passwordFile(redisacl.Monitor)},
 	"writer":   {passwordFile(redisacl.Writer), benchKeyFile},
 	"fanout":   {passwordFile(redisacl.Fanout)},

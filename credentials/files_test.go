@@ -24,7 +24,7 @@ func TestFilesAreMadeOnceAndServe(t *testing.T) {
 	if err := run(context.Background(), []string{"files", "-dir", dir}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "made bench-session.key, fanout.password") {
+	if !strings.Contains(out.String(), "made bench-session.key, default.password, fanout.password") {
 		t.Errorf("first run said %q; want every secret made", out.String())
 	}
 	first := read(t, dir)

@@ -15,7 +15,7 @@ var credentialsOf = map[string]struct {
 	user  string
 	files []string
 }{
-	"redis":      {"", []string{"monitor.password", "redis-users.acl", "replica.password"}},
+	"redis":      {"", []string{"monitor.password", "redis-users.acl", "replica.password"}}, // not default.password: an operator reads it from the Secret
 	"sentinel":   {"", []string{"monitor.password", "sentinel-users.acl", "sentinel.password"}},
 	"writer-svc": {"writer", []string{"writer.password"}},
 	"fanout-svc": {"fanout", []string{"fanout.password"}},

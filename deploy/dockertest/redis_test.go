@@ -20,13 +20,16 @@ var (
 
 const sentinelMaster = "mymaster"
 
-// redisCLI runs redis-cli inside the container of service (its first running one).
+// redisCLI runs redis-cli inside the container of service (its first running one), as the
+// read-only monitor user, whose password the container holds (the credentials service put it
+// there, as for its health checks).
 func (s *stack) redisCLI(service string, args ...string) (string, error) {
 	names := s.containers(service, false)
 	if len(names) == 0 {
 		return "", fmt.Errorf("%s is not running", service)
 	}
-	out, err := s.docker(append([]string{"exec", names[0], "redis-cli"}, args...)...)
+	asMonitor := `REDISCLI_AUTH=$(cat /likes-credentials/monitor.password) exec redis-cli --user monitor "$@"`
+	out, err := s.docker(append([]string{"exec", names[0], "sh", "-c", asMonitor, "redis-cli"}, args...)...)
 	return strings.TrimSpace(out), err
 }
 

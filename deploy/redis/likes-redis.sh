@@ -27,7 +27,7 @@
 #                              no authentication (a test's throwaway Redis)
 #
 # Credentials (REDIS_CREDENTIALS; both shipped deployments set it): a data node loads the users
-# of redis-users.acl (pkg/redisacl: the default user off, one user per role) and authenticates
+# of redis-users.acl (pkg/redisacl: one user per role, the default user's with a password) and authenticates
 # to its primary as the replica user (replica.password); a Sentinel loads sentinel-users.acl and
 # authenticates to the data nodes and to the other Sentinels as the sentinel user
 # (sentinel.password). The health checks and the questions this script asks connect as the

@@ -36,10 +36,17 @@ const (
 	// data node, the commands Redis's Sentinel documentation lists for a failover; on a Sentinel,
 	// everything.
 	Sentinel = "sentinel"
+	// Default is Redis's own default user, which a client that does not authenticate would be,
+	// on the data nodes: it gets a password, so such a client can do nothing. It cannot be turned
+	// off there: Redis 7.0 replays the append-only file as a client of the default user and
+	// checks each MULTI/EXEC block against its rules (a default user without commands loses
+	// every script's writes at the next start). Its password is an operator's, for
+	// administration; no program uses it.
+	Default = "default"
 )
 
 // Users lists every user, in the order the files name them.
-var Users = []string{Writer, Fanout, Monitor, Replica, Sentinel}
+var Users = []string{Writer, Fanout, Monitor, Replica, Sentinel, Default}
 
 // Passwords maps each user to its password.
 type Passwords map[string]string
@@ -64,6 +71,7 @@ func dataRules(prefix string) map[string]string {
 		// Redis's Sentinel documentation lists these ("Redis Access Control List authentication").
 		Sentinel: "allchannels -@all +multi +exec +slaveof +replicaof +ping +subscribe +config|rewrite +role " +
 			"+publish +info +client|setname +client|kill +script|kill",
+		Default: "allkeys allchannels +@all",
 	}
 }
 
@@ -83,24 +91,25 @@ func sentinelRules() map[string]string {
 	}
 }
 
-// DataNodes is the ACL file of the data nodes: the default user off (a client that does not
-// authenticate can do nothing, and protected mode stays meaningful), and every user with its
-// password's hash and rules. prefix is the key prefix of the deployment (REDIS_PREFIX).
+// DataNodes is the ACL file of the data nodes: every user with its password's hash and rules, the
+// default user among them with a password (see Default), so that a client that does not
+// authenticate can do nothing. prefix is the key prefix of the deployment (REDIS_PREFIX).
 func DataNodes(prefix string, pw Passwords) (string, error) {
-	return file(prefix, pw, dataRules(prefix), Users)
+	return file(prefix, pw, dataRules(prefix), Users, "")
 }
 
-// Sentinels is the ACL file of the Sentinels, in the same form.
+// Sentinels is the ACL file of the Sentinels, in the same form, with the default user off.
 func Sentinels(prefix string, pw Passwords) (string, error) {
-	return file(prefix, pw, sentinelRules(), []string{Writer, Fanout, Monitor, Sentinel})
+	return file(prefix, pw, sentinelRules(), []string{Writer, Fanout, Monitor, Sentinel},
+		"user default off resetpass nocommands resetkeys resetchannels\n")
 }
 
-func file(prefix string, pw Passwords, rules map[string]string, users []string) (string, error) {
+func file(prefix string, pw Passwords, rules map[string]string, users []string, head string) (string, error) {
 	if err := checkPrefix(prefix); err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	b.WriteString("user default off resetpass nocommands resetkeys resetchannels\n")
+	b.WriteString(head)
 	for _, u := range users {
 		p := pw[u]
 		if len(p) < MinPasswordLen {
