@@ -23,6 +23,10 @@ spec:
   backoffLimit: 0
   ttlSecondsAfterFinished: 600
   template:
+    metadata:
+      labels:
+        likes.io/redis-client: monitor
+        likes.io/bench-client: "true"
     spec:
       restartPolicy: Never
       automountServiceAccountToken: false
