@@ -65,7 +65,7 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		"how each like names its fresh user: bench (a session token for a benchmark user, bench-..., signed with --bench-key-file's key, which the writers accept with BENCH_SESSION_KEY_FILE: what a deployment whose Redis keeps its session keys from loadgen uses), "+
 			"session (signed with the deployment's own session key, read from the Redis of --redis or --redis-sentinels, which it needs) "+
 			"or header (X-User-ID, believed only by writers run with TRUST_USER_HEADER=true)")
-	set.String(&cfg.BenchKeyFile, "bench-key-file", "LOADGEN_BENCH_KEY_FILE", "", "with --identity bench: the file holding the writers' BENCH_SESSION_KEY_FILE key")
+	set.String(&cfg.BenchKeyFile, "bench-key-file", "LOADGEN_BENCH_KEY_FILE", "", "with --identity bench: a file holding the key of the writers' BENCH_SESSION_KEY_FILE (at least 32 bytes; surrounding white space is ignored)")
 	set.Duration(&cfg.SessionKeyRotate, "session-key-rotate", "LOADGEN_SESSION_KEY_ROTATE", sessiontoken.DefaultKeyRotate,
 		"with --identity session: the deployment's SESSION_KEY_ROTATE, which names its session keys")
 	set.String(&objective, "slo", "LOADGEN_SLO", slo.Default,

@@ -37,8 +37,12 @@ const usage = `usage: loadgen ramp [flags]     ramp viewers and likes against a 
 Each of a ramp's likes is by a fresh user. By default (--identity session, LOADGEN_IDENTITY) it
 carries a session token for that user, signed with the deployment's session key, which loadgen
 reads from Redis as the writers do: the ramp needs --redis or --redis-sentinels, and, if the
-deployment changed it, its SESSION_KEY_ROTATE (--session-key-rotate). --identity header names the
-user in X-User-ID instead, for writers run with TRUST_USER_HEADER=true.
+deployment changed it, its SESSION_KEY_ROTATE (--session-key-rotate). A deployment whose Redis
+keeps the session keys to the writers (ACL users) uses --identity bench instead: the token is for
+a load-test user (bench-...), signed with the key of --bench-key-file (LOADGEN_BENCH_KEY_FILE),
+which the writers accept when started with the same key in BENCH_SESSION_KEY_FILE; no Redis is
+read for it. --identity header names the user in X-User-ID, for writers run with
+TRUST_USER_HEADER=true.
 `
 
 // run dispatches the subcommand. The OS is passed in so tests can call it.

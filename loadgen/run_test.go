@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +59,20 @@ func TestLoadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--redis") || !strings.Contains(err.Error(), "--identity header") {
 		t.Errorf("sessions without Redis: %v; want an error naming --redis and --identity header", err)
 	}
+	// Benchmark sessions need their key file, and no Redis: the key is not kept there.
+	keyFile := filepath.Join(t.TempDir(), "bench-session.key")
+	if err := os.WriteFile(keyFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	benchEnv := map[string]string{"LOADGEN_IDENTITY": "bench", "LOADGEN_BENCH_KEY_FILE": keyFile}
+	cfg, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp"}, func(k string) string { return benchEnv[k] }, &stderr)
+	if err != nil || cfg.Identity != ramp.IdentityBench || cfg.BenchKeyFile != keyFile {
+		t.Fatalf("LOADGEN_IDENTITY=bench without Redis: identity %q, key file %q, %v; want bench, %s", cfg.Identity, cfg.BenchKeyFile, err, keyFile)
+	}
+	_, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--identity", "bench"}, getenv, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--bench-key-file") {
+		t.Errorf("--identity bench without a key file: %v; want an error naming --bench-key-file", err)
+	}
 	// A reactions ramp: the room reacts at its ceiling unless --rate says otherwise.
 	cfg, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--react", "--react-kinds", "clap,wow",
 		"--react-interval", "2s", "--audience", "300", "--rate", "0"}, getenv, &stderr)
@@ -101,8 +117,8 @@ func TestRunCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"loadgen", "help"}, func(string) string { return "" }, nil, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stdout.String(), "loadgen ramp") {
-		t.Fatalf("help printed %q", stdout.String())
+	if !strings.Contains(stdout.String(), "loadgen ramp") || !strings.Contains(stdout.String(), "--identity bench") {
+		t.Fatalf("help printed %q; want the commands and the identity a locked-down deployment uses", stdout.String())
 	}
 	if err := run(context.Background(), []string{"loadgen", "bogus"}, func(string) string { return "" }, nil, &stdout, &stderr); err == nil {
 		t.Fatal("unknown command: err = nil; want an error")

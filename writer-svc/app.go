@@ -34,14 +34,15 @@ type app struct {
 	stopNames func()
 }
 
-// newApp builds the writer from cfg. Anything started in the background (the JWKS refresh)
-// belongs to ctx. The caller closes the app.
+// newApp builds the writer from cfg. Anything started in the background (the JWKS refresh, the
+// re-resolution of TRUSTED_PROXIES' names) belongs to ctx. The caller closes the app.
 func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	rdb, err := redisconn.New(cfg.Redis)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{rdb: rdb, stopNames: cfg.Clients.Start(ctx, log)}
+	// TRUSTED_PROXIES' host names: resolved now, then again in a goroutine that close stops.
+	a := &app{rdb: rdb, stopNames: cfg.Clients.Start(ctx, log.Named("trusted-proxies"))}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),

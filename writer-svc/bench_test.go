@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/likes/likes/pkg/sessiontoken"
 )
 
@@ -47,9 +49,7 @@ func TestBenchmarkSessions(t *testing.T) {
 
 	_, visitor := startSession(t, w)
 	for name, user := range map[string]string{"a real session's user": visitor, "a site user": "alice"} {
-		if got := w.do(t, http.MethodPost, "/like/b1", "Authorization: Bearer "+benchToken(t, key, user)); got.Status != http.StatusUnauthorized {
-			t.Errorf("a benchmark token for %s: %d %s; want 401", name, got.Status, got.Raw)
-		}
+		wantUnauthorized(t, "a benchmark token for "+name, w.do(t, http.MethodPost, "/like/b1", "Authorization: Bearer "+benchToken(t, key, user)))
 	}
 	refresh := w.do(t, http.MethodPost, "/session/refresh", "Authorization: Bearer "+benchToken(t, key, "bench-lg-1"))
 	if refresh.Status != http.StatusUnauthorized {
@@ -57,15 +57,41 @@ func TestBenchmarkSessions(t *testing.T) {
 	}
 
 	off := startWriter(t, w.Redis)
-	got := off.do(t, http.MethodPost, "/like/b1", "Authorization: Bearer "+benchToken(t, key, "bench-lg-2"))
-	if got.Status != http.StatusUnauthorized {
-		t.Errorf("a benchmark token with benchmark mode off: %d %s; want 401", got.Status, got.Raw)
-	}
+	wantUnauthorized(t, "a benchmark token with benchmark mode off", off.do(t, http.MethodPost, "/like/b1", "Authorization: Bearer "+benchToken(t, key, "bench-lg-2")))
 	if n := w.count(t, "b1"); n != 1 {
 		t.Errorf("post b1 counts %d; want 1 (the benchmark user's like only)", n)
 	}
 	if n := w.RDB.Exists(t.Context(), keys.SessionKey(sessiontoken.BenchKeyID)).Val(); n != 0 {
 		t.Error("a key named after the benchmark kid was looked up or made in Redis")
+	}
+}
+
+// wantUnauthorized fails the test unless got is the 401 of a refused identity: a JSON error and a
+// WWW-Authenticate challenge.
+func wantUnauthorized(t *testing.T, what string, got reply) {
+	t.Helper()
+	if got.Status != http.StatusUnauthorized || got.Body["error"] == nil || !strings.HasPrefix(got.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("%s: %d %v %s; want 401 JSON with WWW-Authenticate", what, got.Status, got.Header, got.Raw)
+	}
+}
+
+// TestBenchmarkUsersAreReserved: the benchmark namespace belongs to load tests whether benchmark
+// mode is on or off: a site JWT or a gateway's X-User-ID naming a user in it is refused (401), so
+// a benchmark key can never act for a real user, while ids that merely look alike pass.
+func TestBenchmarkUsersAreReserved(t *testing.T) {
+	path, _ := benchKey(t)
+	site := startWriter(t, nil, "--auth-jwt-secret", testSecret, "--bench-session-key-file", path)
+	siteToken := func(user string) string {
+		return "Authorization: Bearer " + token(t, jwt.SigningMethodHS256, []byte(testSecret), user, time.Hour, "")
+	}
+	wantUnauthorized(t, "a site JWT for bench-alice", site.do(t, http.MethodPost, "/like/r1", siteToken("bench-alice")))
+	wantLike(t, site.do(t, http.MethodPost, "/like/r1", siteToken("benchmark-alice")), "r1", 1, true)
+
+	gateway := startWriter(t, site.Redis, trustHeader) // benchmark mode off
+	wantUnauthorized(t, "X-User-ID bench-alice", gateway.like(t, "r1", "bench-alice"))
+	wantLike(t, gateway.like(t, "r1", "alice"), "r1", 2, true)
+	if n := site.count(t, "r1"); n != 2 {
+		t.Errorf("post r1 counts %d; want 2 (the refused users' likes not among them)", n)
 	}
 }
 

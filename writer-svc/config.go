@@ -141,6 +141,8 @@ Identity modes, chosen at start (a request without an accepted identity gets 401
                       sessions are on). Only behind a gateway that authenticates users, sets that
                       header and strips the client's copy; never exposed directly.
 TRUST_USER_HEADER with site JWTs, or SESSIONS=false with neither, refuses to start.
+User ids beginning with "bench-" are load-test users: only benchmark tokens (BENCH_SESSION_KEY_FILE)
+name them, and a site JWT or X-User-ID naming one is refused.
 
 Flags:
 `
@@ -194,7 +196,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis")
 	set.String(&benchKeyFile, "bench-session-key-file", "BENCH_SESSION_KEY_FILE", "", `benchmark mode: a file holding a key (at least 32 bytes) with which a load generator signs session tokens (kid "bench") for users whose ids begin with "bench-", and only for them; empty: off`)
 	set.String(&sessionRate, "session-rate", "SESSION_RATE", defaultSessionRate, `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration with an optional burst; "off": none`)
-	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for per-address limits: addresses, CIDRs, or host names (the balancer's; every address a name resolves to, resolved again every 10s)")
+	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for per-address limits: addresses, CIDRs, or host names (the balancer's service name: every address it resolves to is trusted; names are resolved at start and again every "+clientip.DefaultRefresh.String()+", and one that does not resolve yet trusts nothing)")
 	if len(args) > 0 {
 		args = args[1:]
 	}
@@ -230,7 +232,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	if benchKeyFile != "" {
 		key, err := sessiontoken.ReadBenchKey(benchKeyFile)
 		if err != nil {
-			return Config{}, err
+			return Config{}, fmt.Errorf("BENCH_SESSION_KEY_FILE: %w", err)
 		}
 		c.Session.BenchSecret = key.Secret
 	}

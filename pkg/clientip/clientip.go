@@ -1,14 +1,15 @@
 package clientip
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 )
 
-// Resolver tells a request's client address. The zero Resolver trusts no proxy.
+// Resolver tells a request's client address. The zero Resolver trusts no proxy. It is read on
+// every request (and on fanout-svc's fast accept path for every viewer), so it takes no lock and
+// allocates nothing.
 type Resolver struct {
 	Trusted []netip.Prefix // proxies whose X-Forwarded-For is believed
 	Names   *Names         // and those named by host name; nil: none
@@ -24,25 +25,34 @@ func (c Resolver) Addr(r *http.Request) netip.Addr {
 
 // From is Addr for a request read without net/http (fanout-svc's SSE fast path): remote in
 // RemoteAddr form and the request's X-Forwarded-For lines.
+//
+// Every X-Forwarded-For line counts, as one comma-separated list (RFC 9110 5.3): haproxy adds its
+// own line after a client's rather than appending to it, so reading only the first line would
+// believe whatever the client wrote. The hops are walked in place, right to left, rather than
+// joined and split, so that the walk allocates nothing.
 func (c Resolver) From(remote string, forwarded []string) netip.Addr {
 	peer := Peer(remote)
-	if !c.Trusts(peer) {
+	if !c.Trusts(peer) || len(forwarded) == 0 {
 		return peer
 	}
-	// Every X-Forwarded-For line counts, as one list (RFC 9110 5.3): haproxy adds its own line
-	// after a client's rather than appending to it, so reading only the first line would believe
-	// whatever the client wrote.
-	hops := strings.Split(strings.Join(forwarded, ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return peer
+	for i := len(forwarded) - 1; i >= 0; i-- {
+		rest := forwarded[i]
+		for {
+			comma := strings.LastIndexByte(rest, ',')
+			a, err := netip.ParseAddr(strings.TrimSpace(rest[comma+1:]))
+			if err != nil {
+				return peer
+			}
+			a = a.Unmap()
+			if !c.Trusts(a) {
+				return a
+			}
+			peer = a
+			if comma < 0 {
+				break
+			}
+			rest = rest[:comma]
 		}
-		a = a.Unmap()
-		if !c.Trusts(a) {
-			return a
-		}
-		peer = a
 	}
 	return peer
 }
@@ -83,27 +93,4 @@ func Source(a netip.Addr) string {
 	}
 	p, _ := a.Prefix(64) // cannot fail for a valid IPv6 address
 	return p.String()
-}
-
-// ParsePrefixes parses a list of addresses ("10.0.0.1", a one-address prefix) and CIDR prefixes
-// ("10.0.0.0/8"), as TRUSTED_PROXIES lists them.
-func ParsePrefixes(list []string) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, 0, len(list))
-	for _, s := range list {
-		if !strings.Contains(s, "/") {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", s)
-			}
-			a = a.Unmap()
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", s)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
 }

@@ -79,8 +79,8 @@ func (m *Minter) AppendToken(dst, user []byte, now time.Time) []byte {
 	return b64.AppendEncode(dst, m.sum)
 }
 
-// use makes k the key tokens are signed with. A key id is a unix second or StaticKID, which JSON
-// writes as it is.
+// use makes k the key tokens are signed with. A key id is a unix second, StaticKID or BenchKeyID,
+// which JSON writes as it is.
 func (m *Minter) use(k *Key) {
 	m.key = k
 	m.head = append(b64.AppendEncode(m.head[:0], []byte(headerKIDStart+k.ID+headerKIDEnd)), '.')

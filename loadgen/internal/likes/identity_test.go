@@ -11,13 +11,9 @@ import (
 	"github.com/likes/likes/pkg/sessiontoken"
 )
 
-// staticKeys is a key source of one key, as a follower of a keyring that never rotates.
-type staticKeys struct{ key *sessiontoken.Key }
-
-func (s staticKeys) Key() *sessiontoken.Key { return s.key }
-
-// testKeys sign the session tokens of the tests' likes; userOf verifies them.
-var testKeys = staticKeys{&sessiontoken.Key{ID: "1764633600", Secret: []byte("0123456789abcdef0123456789abcdef")}}
+// testKeys sign the session tokens of the tests' likes, as a follower of a keyring that never
+// rotates would; userOf verifies them.
+var testKeys = sessiontoken.StaticKey{K: &sessiontoken.Key{ID: "1764633600", Secret: []byte("0123456789abcdef0123456789abcdef")}}
 
 // userOf is the user a like names: the subject of its bearer token (verified with testKeys, with
 // the session audience), or else its X-User-ID.
@@ -29,10 +25,10 @@ func userOf(r *http.Request) (string, error) {
 	var c sessiontoken.Claims
 	_, err := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithAudience(sessiontoken.Audience), jwt.WithExpirationRequired()).
 		ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
-			if tok.Header["kid"] != testKeys.key.ID {
+			if tok.Header["kid"] != testKeys.K.ID {
 				return nil, errors.New("unknown kid")
 			}
-			return testKeys.key.Secret, nil
+			return testKeys.K.Secret, nil
 		})
 	if err != nil {
 		return "", err

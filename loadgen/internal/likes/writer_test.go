@@ -24,29 +24,38 @@ import (
 
 // TestRealWriterCountsEveryLike: against writer-svc itself, every like loadgen acknowledges is
 // counted, by users named with session tokens signed with the key the writer keeps in Redis (the
-// writer trusting no X-User-ID, as behind the Compose balancer), or named in X-User-ID for a
-// writer with TRUST_USER_HEADER=true.
+// writer trusting no X-User-ID, as behind the Compose balancer), with the benchmark key of a
+// writer started with BENCH_SESSION_KEY_FILE (for load-test users, bench-..., as loadgen's
+// --identity bench names them), or named in X-User-ID for a writer with TRUST_USER_HEADER=true.
 func TestRealWriterCountsEveryLike(t *testing.T) {
 	bin := buildWriter(t)
 	srv := redistest.Start(t)
+	keyFile, benchKey := benchKey(t)
 	for _, tt := range []struct {
 		identity string
+		users    string // the prefix of the likes' user ids
 		env      []string
 	}{
-		{"session", []string{"SESSIONS=true"}},
-		{"header", []string{"TRUST_USER_HEADER=true"}},
+		{"session", "lg-session-u", []string{"SESSIONS=true"}},
+		{"bench", sessiontoken.BenchUserPrefix + "lg-bench-u", []string{"SESSIONS=true", "BENCH_SESSION_KEY_FILE=" + keyFile}},
+		{"header", "lg-header-u", []string{"TRUST_USER_HEADER=true"}},
 	} {
 		t.Run(tt.identity, func(t *testing.T) {
 			writer := startWriter(t, bin, srv.Addr, tt.env...)
 			var opts []Option
-			if tt.identity == "session" {
+			if tt.identity != "header" {
 				if status, _, err := clienttest.TryLike(writer, "probe", "mallory"); err != nil || status != http.StatusUnauthorized {
 					t.Fatalf("a like naming X-User-ID: %d, %v; want 401 from a writer that trusts no header", status, err)
 				}
+			}
+			switch tt.identity {
+			case "session":
 				opts = append(opts, WithSessions(follow(t, srv.Client(t))))
+			case "bench":
+				opts = append(opts, WithSessions(benchKey))
 			}
 			posts := []string{tt.identity + "-0", tt.identity + "-1"}
-			l := New(writer, posts, "lg-"+tt.identity+"-u", 8, 5*time.Second, append(opts, WithPipeline(2))...)
+			l := New(writer, posts, tt.users, 8, 5*time.Second, append(opts, WithPipeline(2))...)
 			defer l.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
@@ -64,6 +73,54 @@ func TestRealWriterCountsEveryLike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealWriterRefusesBenchTokensOutsideTheNamespace: the benchmark key signs for load-test
+// users only. The same minter's likes for users outside bench-... are refused (401) by a writer in
+// benchmark mode, and its likes for load-test users by a writer that is not; neither counts one.
+func TestRealWriterRefusesBenchTokensOutsideTheNamespace(t *testing.T) {
+	bin := buildWriter(t)
+	srv := redistest.Start(t)
+	keyFile, benchKey := benchKey(t)
+	for _, tt := range []struct {
+		name, users string
+		env         []string
+	}{
+		{"users outside the namespace", "lg-outside-u", []string{"SESSIONS=true", "BENCH_SESSION_KEY_FILE=" + keyFile}},
+		{"benchmark mode off", sessiontoken.BenchUserPrefix + "lg-off-u", []string{"SESSIONS=true"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			writer := startWriter(t, bin, srv.Addr, tt.env...)
+			post := strings.ReplaceAll(tt.name, " ", "-")
+			l := New(writer, []string{post}, tt.users, 2, 5*time.Second, WithSessions(benchKey))
+			defer l.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			l.Closed(ctx, 2)
+			acked, errs, _ := l.Recorder().Totals()
+			if acked != 0 || errs == 0 || !strings.Contains(l.Recorder().LastError(), "401") {
+				t.Errorf("acked %d, errors %d (last %q); want every like refused with 401", acked, errs, l.Recorder().LastError())
+			}
+			if n := clienttest.CountOf(t, writer, post); n != 0 {
+				t.Errorf("post %s counts %d; want 0", post, n)
+			}
+		})
+	}
+}
+
+// benchKey writes a benchmark key file for a writer's BENCH_SESSION_KEY_FILE and returns its path
+// and the key source loadgen's --identity bench makes of it.
+func benchKey(t *testing.T) (string, sessiontoken.StaticKey) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bench-session.key")
+	if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef-loadgen\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := sessiontoken.ReadBenchKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, sessiontoken.StaticKey{K: key}
 }
 
 // follow signs with the deployment's current session key, as loadgen ramp does.
@@ -100,7 +157,7 @@ func startWriter(t *testing.T, bin, redisAddr string, env ...string) string {
 	addr := freeport.Addr(t)
 	cmd := exec.Command(bin)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TRUST_USER_HEADER=") && !strings.HasPrefix(kv, "SESSIONS=") {
+		if !strings.HasPrefix(kv, "TRUST_USER_HEADER=") && !strings.HasPrefix(kv, "SESSIONS=") && !strings.HasPrefix(kv, "BENCH_SESSION_KEY_FILE=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

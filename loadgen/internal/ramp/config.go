@@ -24,7 +24,7 @@ type Config struct {
 	// RedisUsername and RedisPassword are the user the readings connect as (to the Sentinels too).
 	RedisUsername, RedisPassword string
 	PostPrefix                   string // post ids are PostPrefix-0, PostPrefix-1, ...
-	UserPrefix                   string // user ids are UserPrefix<n>
+	UserPrefix                   string // user ids are UserPrefix<n> (IdentityBench: sessiontoken.BenchUserPrefix first)
 	// Identity is how a like names its user: IdentityBench, IdentitySession or IdentityHeader.
 	Identity string
 	// BenchKeyFile holds the benchmark key (IdentityBench).

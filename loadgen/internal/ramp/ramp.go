@@ -17,7 +17,6 @@ import (
 	"github.com/likes/likes/loadgen/internal/nodemetrics"
 	"github.com/likes/likes/loadgen/internal/procstat"
 	"github.com/likes/likes/loadgen/internal/report"
-	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 // MemMethod says how memory per connection is computed.
@@ -77,12 +76,11 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	var identity []likes.Option
 	users := cfg.UserPrefix
 	if cfg.Identity == IdentityBench {
-		key, err := sessiontoken.ReadBenchKey(cfg.BenchKeyFile)
+		bench, prefix, err := benchSessions(cfg)
 		if err != nil {
 			return res, err
 		}
-		identity = append(identity, likes.WithSessions(sessiontoken.StaticKey{K: key}))
-		users = sessiontoken.BenchUserPrefix + users
+		identity, users = append(identity, bench), prefix
 	}
 	if cfg.Identity == IdentitySession {
 		s, err := startSessions(ctx, r.redis, cfg)

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/likes/likes/loadgen/internal/likes"
 	"github.com/likes/likes/pkg/sessiontoken"
 )
 
@@ -36,4 +37,17 @@ func startSessions(ctx context.Context, v *redisView, cfg Config) (*sessions, er
 func (s *sessions) close() {
 	s.follow.Close()
 	s.ring.Close()
+}
+
+// benchSessions signs the ramp's likes (IdentityBench) with the benchmark key of
+// cfg.BenchKeyFile, for users in the benchmark namespace, the only ones the writers accept that
+// key's tokens for: it returns the likes' identity and the prefix of their user ids. The key
+// never changes and is not kept in Redis, so a ramp signs without reading the deployment's Redis,
+// whose session keys only the writers may read.
+func benchSessions(cfg Config) (likes.Option, string, error) {
+	key, err := sessiontoken.ReadBenchKey(cfg.BenchKeyFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("--identity bench: %w", err)
+	}
+	return likes.WithSessions(sessiontoken.StaticKey{K: key}), sessiontoken.BenchUserPrefix + cfg.UserPrefix, nil
 }

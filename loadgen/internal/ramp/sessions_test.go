@@ -2,6 +2,8 @@ package ramp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,5 +53,24 @@ func TestSessionsNeedRedis(t *testing.T) {
 	defer v.close()
 	if _, err := startSessions(ctx, v, cfg); err == nil || !strings.Contains(err.Error(), "--identity session") {
 		t.Fatalf("sessions with Redis down: %v; want an error naming --identity session", err)
+	}
+}
+
+// TestBenchSessions: --identity bench signs for users in the benchmark namespace with the key file
+// alone, no Redis named; a key file that cannot be used fails the ramp before its first phase,
+// saying which identity needed it.
+func TestBenchSessions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench-session.key")
+	if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Identity: IdentityBench, BenchKeyFile: path, UserPrefix: "lg1-u"}
+	opt, users, err := benchSessions(cfg)
+	if err != nil || opt == nil || users != sessiontoken.BenchUserPrefix+"lg1-u" {
+		t.Fatalf("benchSessions: %v, users %q; want an identity for users %slg1-u", err, users, sessiontoken.BenchUserPrefix)
+	}
+	cfg.BenchKeyFile = path + ".missing"
+	if _, _, err := benchSessions(cfg); err == nil || !strings.Contains(err.Error(), "--identity bench") {
+		t.Errorf("a missing key file: %v; want an error naming --identity bench", err)
 	}
 }

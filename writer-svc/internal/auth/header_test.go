@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/likes/likes/pkg/ids"
+	"github.com/likes/likes/pkg/sessiontoken"
 )
 
 func TestUserFromHeader(t *testing.T) {
@@ -26,6 +27,8 @@ func TestUserFromHeader(t *testing.T) {
 		{"too long", []string{strings.Repeat("u", ids.MaxUserIDLen+1)}, "", ids.ErrUserID},
 		{"non-ascii", []string{"zoë"}, "", ids.ErrUserID},
 		{"control", []string{"a\x00b"}, "", ids.ErrUserID},
+		{"benchmark user", []string{"bench-u1"}, "", ErrReservedUser},
+		{"near the benchmark namespace", []string{"benchmark-u1"}, "benchmark-u1", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,12 +40,14 @@ func TestUserFromHeader(t *testing.T) {
 	}
 }
 
-// FuzzUserFromHeader: whatever arrives, an accepted user id is a valid one and equals the header.
+// FuzzUserFromHeader: whatever arrives, an accepted user id is a valid one outside the benchmark
+// namespace and equals the header.
 func FuzzUserFromHeader(f *testing.F) {
 	for _, s := range []string{"alice", "", "a:b", "a b", "zoë", strings.Repeat("x", 129)} {
 		f.Add(s, false)
 	}
 	f.Add("alice", true)
+	f.Add("bench-u1", false)
 	f.Fuzz(func(t *testing.T, v string, twice bool) {
 		values := []string{v}
 		if twice {
@@ -52,7 +57,7 @@ func FuzzUserFromHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if twice || got != v || ids.ValidUserID(got) != nil {
+		if twice || got != v || ids.ValidUserID(got) != nil || sessiontoken.IsBenchUser(got) {
 			t.Fatalf("UserFromHeader(%q) accepted %q", values, got)
 		}
 	})

@@ -73,7 +73,8 @@ func (t *Token) UserID(r *http.Request) (string, error) {
 }
 
 // Verify checks raw's signature, expiry (required) and, when configured, audience and issuer,
-// and returns its `sub`, which must be a valid user id.
+// and returns its `sub`, which must be a valid user id outside the benchmark namespace
+// (ErrReservedUser).
 func (t *Token) Verify(ctx context.Context, raw string) (string, error) {
 	c, err := t.claims(ctx, raw)
 	if err != nil {
@@ -128,6 +129,9 @@ func (t *Token) claims(ctx context.Context, raw string) (*siteClaims, error) {
 	}
 	if err := ids.ValidUserID(claims.Subject); err != nil {
 		return nil, fmt.Errorf("%w: token subject: %w", ErrUnauthenticated, err)
+	}
+	if err := notReserved(claims.Subject); err != nil {
+		return nil, err
 	}
 	return &claims, nil
 }

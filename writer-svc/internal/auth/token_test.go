@@ -95,6 +95,8 @@ func TestTokenHS256(t *testing.T) {
 		{"wrong issuer", sign(t, jwt.SigningMethodHS256, otherIss, testSecret, ""), ""},
 		{"no subject", sign(t, jwt.SigningMethodHS256, good("", time.Hour), testSecret, ""), ""},
 		{"invalid subject", sign(t, jwt.SigningMethodHS256, good("a:b", time.Hour), testSecret, ""), ""},
+		{"benchmark user", sign(t, jwt.SigningMethodHS256, good("bench-alice", time.Hour), testSecret, ""), ""},
+		{"near the benchmark namespace", sign(t, jwt.SigningMethodHS256, good("benchmark-alice", time.Hour), testSecret, ""), "benchmark-alice"},
 		{"garbage", "not.a.jwt", ""},
 	}
 	checkVerify(t, v, tests)

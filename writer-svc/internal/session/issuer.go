@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -81,7 +80,7 @@ func (s *Issuer) Refresh(ctx context.Context, raw string) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	if strings.HasPrefix(c.Subject, sessiontoken.BenchUserPrefix) {
+	if sessiontoken.IsBenchUser(c.Subject) {
 		return Session{}, fmt.Errorf("%w: benchmark sessions are not refreshed", auth.ErrUnauthenticated)
 	}
 	now := s.o.Now()
@@ -116,23 +115,17 @@ func (s *Issuer) sign(ctx context.Context, user string, start int64, now time.Ti
 }
 
 // parse verifies raw with p. A key that Redis could not give is sessiontoken.ErrUnavailable
-// (503); anything else wrong is auth.ErrUnauthenticated (401). A benchmark token verifies only
-// with BenchSecret, never with a key looked up in Redis, and only for a benchmark user.
+// (503); anything else wrong is auth.ErrUnauthenticated (401). A benchmark token (kid
+// sessiontoken.BenchKeyID) must name a benchmark user, and no other token may: the benchmark key,
+// which a load generator holds, can act for load-test users only, and the deployment's own keys
+// never sign one (POST /session's ids begin with "anon-").
 func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (sessiontoken.Claims, error) {
 	var c sessiontoken.Claims
 	bench := false
 	_, err := p.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
-		switch {
-		case kid == "":
-			return nil, errors.New("session token has no kid")
-		case kid == sessiontoken.BenchKeyID && s.o.BenchSecret == nil:
-			return nil, errors.New("benchmark sessions are off (BENCH_SESSION_KEY_FILE)")
-		case kid == sessiontoken.BenchKeyID:
-			bench = true
-			return s.o.BenchSecret, nil
-		}
-		return s.ring.Verifying(ctx, kid)
+		bench = kid == sessiontoken.BenchKeyID
+		return s.verifyingKey(ctx, kid)
 	})
 	if errors.Is(err, sessiontoken.ErrUnavailable) {
 		return sessiontoken.Claims{}, err
@@ -143,11 +136,26 @@ func (s *Issuer) parse(ctx context.Context, p *jwt.Parser, raw string) (sessiont
 	if err := ids.ValidUserID(c.Subject); err != nil {
 		return sessiontoken.Claims{}, fmt.Errorf("%w: token subject: %w", auth.ErrUnauthenticated, err)
 	}
-	if bench != strings.HasPrefix(c.Subject, sessiontoken.BenchUserPrefix) {
+	if bench != sessiontoken.IsBenchUser(c.Subject) {
 		return sessiontoken.Claims{}, fmt.Errorf("%w: benchmark tokens name benchmark users (%s...), and only they do", auth.ErrUnauthenticated, sessiontoken.BenchUserPrefix)
 	}
 	if c.Start <= 0 || c.IssuedAt == nil || c.Start > c.IssuedAt.Unix() {
 		return sessiontoken.Claims{}, fmt.Errorf("%w: session token has no valid sid_start", auth.ErrUnauthenticated)
 	}
 	return c, nil
+}
+
+// verifyingKey returns the secret that verifies a token signed under kid. The benchmark kid is
+// settled here, before the keyring: with BenchSecret it is that secret, without it an unknown
+// key, and either way it never becomes a lookup in Redis (where no key may bear its name).
+func (s *Issuer) verifyingKey(ctx context.Context, kid string) ([]byte, error) {
+	switch {
+	case kid == "":
+		return nil, errors.New("session token has no kid")
+	case kid == sessiontoken.BenchKeyID && s.o.BenchSecret == nil:
+		return nil, errors.New("unknown session key: benchmark sessions are off (BENCH_SESSION_KEY_FILE)")
+	case kid == sessiontoken.BenchKeyID:
+		return s.o.BenchSecret, nil
+	}
+	return s.ring.Verifying(ctx, kid)
 }

@@ -44,6 +44,8 @@ func (o Options) Validate() error {
 		return errors.New("session refresh grace must not be negative")
 	case o.MaxAge < o.TTL:
 		return fmt.Errorf("session max age %s must be at least the ttl %s", o.MaxAge, o.TTL)
+	case o.BenchSecret != nil && len(o.BenchSecret) < sessiontoken.MinBenchKeyLen:
+		return fmt.Errorf("benchmark session key must be at least %d bytes", sessiontoken.MinBenchKeyLen)
 	}
 	return o.keyring().Validate()
 }
