@@ -64,6 +64,7 @@ type Store struct {
 	grace   time.Duration
 	every   time.Duration // a user's reactions to one post: at most one per every
 	chunks  chunkCache
+	offset  func() time.Duration // Redis' clock less this writer's (StoreOptions.ClockOffset)
 }
 
 // StoreOptions tune a Store.
@@ -82,6 +83,11 @@ type StoreOptions struct {
 	// ReactionInterval is how often a user may react to one post (any kind); 0 means
 	// DefaultReactionInterval.
 	ReactionInterval time.Duration
+	// ClockOffset, when set, tells how far Redis' clock is ahead of this writer's (negative when
+	// behind), as measured: a batch's deadline is sent in Redis' clock, so that a batch answered 503
+	// on this writer's clock can never run later on Redis' whatever the skew. nil: the clocks are
+	// taken to agree within clockSkew.
+	ClockOffset func() time.Duration
 }
 
 // DefaultReactionInterval is StoreOptions.ReactionInterval's default: one reaction per person
@@ -105,7 +111,7 @@ func NewStore(rdb redis.UniversalClient, keys rediskeys.Scheme, o StoreOptions) 
 		o.ReactionInterval = DefaultReactionInterval
 	}
 	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, grace: o.IndexGrace,
-		every: o.ReactionInterval}
+		every: o.ReactionInterval, offset: o.ClockOffset}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis
@@ -181,6 +187,9 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 		deadline, _ = ctx.Deadline()
 	}
 	cutoff := deadline.Add(-clockSkew)
+	if s.offset != nil {
+		cutoff = cutoff.Add(s.offset())
+	}
 	if s.cluster {
 		if err := s.indexLikes(ctx, post, likes); err != nil {
 			return nil, err
