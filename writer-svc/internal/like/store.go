@@ -186,9 +186,10 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 		defer cancel()
 		deadline, _ = ctx.Deadline()
 	}
-	cutoff := deadline.Add(-clockSkew)
+	cutoff := deadline.Add(-clockSkew) // on this writer's clock
+	redisCutoff := cutoff               // the same instant on Redis' clock, which the script reads
 	if s.offset != nil {
-		cutoff = cutoff.Add(s.offset())
+		redisCutoff = cutoff.Add(s.offset())
 	}
 	if s.cluster {
 		if err := s.indexLikes(ctx, post, likes); err != nil {
@@ -205,7 +206,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 				return nil, err
 			}
 		}
-		keys, args := s.call(post, likes, reactions, guess, unliked, cutoff)
+		keys, args := s.call(post, likes, reactions, guess, unliked, redisCutoff)
 		reply, err := s.run(ctx, keys, args, cutoff) // again while the post's slot moves: moving.go
 		if err != nil {
 			return nil, scriptError(err)
