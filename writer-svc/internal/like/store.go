@@ -187,7 +187,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 		deadline, _ = ctx.Deadline()
 	}
 	cutoff := deadline.Add(-clockSkew) // on this writer's clock
-	redisCutoff := cutoff               // the same instant on Redis' clock, which the script reads
+	redisCutoff := cutoff              // the same instant on Redis' clock, which the script reads
 	if s.offset != nil {
 		redisCutoff = cutoff.Add(s.offset())
 	}
