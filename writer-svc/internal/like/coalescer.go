@@ -116,12 +116,12 @@ func NewCoalescer(store *Store, o BatchOptions, m *Metrics) (*Coalescer, error) 
 
 // Like records that user likes post, once.
 func (c *Coalescer) Like(ctx context.Context, post, user string) (Result, error) {
-	return c.submit(ctx, post, Change{User: user})
+	return c.Submit(ctx, post, Change{User: user})
 }
 
 // Unlike removes user's like of post, if any.
 func (c *Coalescer) Unlike(ctx context.Context, post, user string) (Result, error) {
-	return c.submit(ctx, post, Change{User: user, Unlike: true})
+	return c.Submit(ctx, post, Change{User: user, Unlike: true})
 }
 
 // Close refuses new changes and waits until every batch already queued has been sent, without
@@ -140,12 +140,12 @@ func (c *Coalescer) Close() {
 	c.wg.Wait()
 }
 
-// submit queues one change and waits for its result or for ctx. A request that gives up first
+// Submit queues one change and waits for its result or for ctx. A request that gives up first
 // gets ctx's error (a 503), never a 200 for a change that might not be stored. When ctx's
 // deadline is what ended it, the change cannot be stored afterwards either: ctx's deadline
 // bounds its batch, in Redis too. A request cancelled before its deadline (its client left)
 // does not stop the batch it is in: nobody reads its answer, and a retry is idempotent.
-func (c *Coalescer) submit(ctx context.Context, post string, ch Change) (Result, error) {
+func (c *Coalescer) Submit(ctx context.Context, post string, ch Change) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}

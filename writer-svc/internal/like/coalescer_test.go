@@ -163,11 +163,11 @@ func TestQuietPostNeverWaits(t *testing.T) {
 			t.Fatalf("like of quiet post %d: %+v, %v; want count 1 at once, not after the window", i, res, err)
 		}
 	}
-	calls := scriptCalls(t, srv)
+	calls := srv.ScriptCalls(t)
 	behind := make(chan error, 1)
 	go func() { _, err := c.Like(context.Background(), "quiet0", "right-behind"); behind <- err }()
 	poll.Until(t, 10*time.Second, "the like right behind queued", func() bool { return c.waiting("quiet0") == 1 })
-	if n := scriptCalls(t, srv); n != calls {
+	if n := srv.ScriptCalls(t); n != calls {
 		t.Fatalf("the like right behind was sent within the window (%d calls, want %d)", n, calls)
 	}
 	c.Close()
@@ -220,7 +220,7 @@ func TestLikesBehindACallGoTogether(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, srv, m := newCoalescer(t, tt.give)
-			calls := scriptCalls(t, srv)
+			calls := srv.ScriptCalls(t)
 			hold(t, srv)
 			results := make(chan Result, 1+tt.queued)
 			like := func(user string) {
@@ -252,7 +252,7 @@ func TestLikesBehindACallGoTogether(t *testing.T) {
 					t.Errorf("no like answered count %d", n)
 				}
 			}
-			if got := scriptCalls(t, srv) - calls; got != tt.wantCalls {
+			if got := srv.ScriptCalls(t) - calls; got != tt.wantCalls {
 				t.Errorf("%d script calls; want %d", got, tt.wantCalls)
 			}
 			if n, sum := histogram(t, m.BatchSize); n != uint64(tt.wantCalls) || sum != float64(1+tt.queued) {
@@ -298,7 +298,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 // passed, is not sent at all. (A call in flight past its deadline: see deadline_test.go.)
 func TestRequestThatGivesUp(t *testing.T) {
 	c, srv, _ := newCoalescer(t, BatchOptions{Size: 10})
-	calls := scriptCalls(t, srv)
+	calls := srv.ScriptCalls(t)
 	hold(t, srv)
 	inFlight, cancelInFlight := context.WithCancel(context.Background())
 	queued, cancelQueued := context.WithCancel(context.Background())
@@ -337,7 +337,7 @@ func TestRequestThatGivesUp(t *testing.T) {
 			t.Errorf("queued like %q whose request had given up was stored", user)
 		}
 	}
-	if got := scriptCalls(t, srv) - calls; got != 1 {
+	if got := srv.ScriptCalls(t) - calls; got != 1 {
 		t.Errorf("%d script calls; want 1 (the queued likes not sent)", got)
 	}
 }
@@ -538,22 +538,6 @@ func waitScriptHeld(t *testing.T, srv *redistest.Server) {
 		s, _ := list.(string)
 		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
 	})
-}
-
-// scriptCalls returns how many EVALSHA calls Redis has run.
-func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
-	t.Helper()
-	info, err := srv.Do("INFO", "commandstats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := info.(string)
-	_, rest, ok := strings.Cut(s, "cmdstat_evalsha:calls=")
-	if !ok {
-		return 0
-	}
-	n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-	return n
 }
 
 func histogram(t *testing.T, h prometheus.Histogram) (uint64, float64) {

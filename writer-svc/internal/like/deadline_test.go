@@ -38,9 +38,9 @@ func TestAnswered503NeverLandsLater(t *testing.T) {
 		t.Fatalf("unlike on B: %+v, %v; want count 0, nothing to undo", res, err)
 	}
 
-	calls := scriptCalls(t, srv)
+	calls := srv.ScriptCalls(t)
 	p.unhold()
-	poll.Until(t, 10*time.Second, "A's late call run by Redis", func() bool { return scriptCalls(t, srv) == calls+1 })
+	poll.Until(t, 10*time.Second, "A's late call run by Redis", func() bool { return srv.ScriptCalls(t) == calls+1 })
 	rdb := srv.Client(t)
 	if n := rdb.Exists(ctx, keys.User("p", "u")).Val(); n != 0 {
 		t.Error("the like answered 503 landed after the unlike answered 200")
@@ -63,7 +63,7 @@ func TestLostReplyAnswersFirstRun(t *testing.T) {
 	c, _ := coalescerOn(t, p.Addr, BatchOptions{Size: 16})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	calls := scriptCalls(t, srv)
+	calls := srv.ScriptCalls(t)
 	cut := p.cutNextReply()
 	res, err := c.Like(ctx, "p", "u")
 	select {
@@ -74,7 +74,7 @@ func TestLostReplyAnswersFirstRun(t *testing.T) {
 	if err != nil || res != (Result{Count: 1, Changed: true}) {
 		t.Errorf("like whose first reply was lost: %+v, %v; want count 1, liked", res, err)
 	}
-	if got := scriptCalls(t, srv) - calls; got != 2 {
+	if got := srv.ScriptCalls(t) - calls; got != 2 {
 		t.Errorf("%d script calls; want 2 (the lost one and the retry)", got)
 	}
 	if n, err := c.store.Count(ctx, "p"); err != nil || n != 1 {

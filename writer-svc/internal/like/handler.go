@@ -14,6 +14,7 @@ import (
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/auth"
+	"github.com/likes/likes/writer-svc/internal/ratelimit"
 )
 
 const (
@@ -152,30 +153,58 @@ func appendLikeReply(dst []byte, post string, count int64, liked bool) []byte {
 // apply stores the change. Likes and unlikes both pass the client address's limit: an unlike of a
 // post not liked changes nothing but still costs a script call, so a flood of them must be bounded
 // like one of likes. Only likes then pass the user's own limit (like/unlike churn by one user is
-// bounded by it: an unlike needs a like before it to change anything).
+// bounded by it: an unlike needs a like before it to change anything). On one Redis both limits
+// are spent in the change's own script call (limits.go); a key refused lately is refused here
+// before any call.
 func (h *Handler) apply(r *http.Request, op, post, user string) (Result, error) {
 	ctx := r.Context()
+	ch := Change{User: user, Unlike: op == opUnlike}
+	var err error
 	if h.addrs != nil {
-		if err := limit(ctx, h.addrs, clientip.Source(h.clients.Addr(r)), limitedError{perAddr: true}); err != nil {
-			return Result{}, err
+		ch.Limits[0], err = h.spend(ctx, h.addrs, clientip.Source(h.clients.Addr(r)), limitedError{perAddr: true})
+	}
+	if err == nil && !ch.Unlike {
+		err = h.newPosts.admit(ctx, r, h.clients, post, user)
+		if err == nil && h.limit != nil {
+			id := user
+			if h.perPost {
+				id = user + ":" + post
+			}
+			ch.Limits[1], err = h.spend(ctx, h.limit, id, limitedError{})
 		}
 	}
-	if op == opUnlike {
-		return h.changes.Unlike(ctx, post, user)
+	var res Result
+	if err == nil {
+		res, err = h.changes.Submit(ctx, post, ch)
 	}
-	if err := h.newPosts.admit(ctx, r, h.clients, post, user); err != nil {
-		return Result{}, err
+	for i, b := range ch.Limits {
+		b.Settle(res.Waits[i]) // zero when the change was not stored: Redis is asked again next time
 	}
-	if h.limit != nil {
-		id := user
-		if h.perPost {
-			id = user + ":" + post
+	if err == nil && res.Limited > 0 {
+		err = &limitedError{perAddr: res.Limited == 1, retryAfter: res.RetryAfter}
+	}
+	return res, err
+}
+
+// bucketLimiter is a Limiter whose check can ride in a change's own script call
+// (ratelimit.Limiter).
+type bucketLimiter interface {
+	Take(id string) (ratelimit.Bucket, time.Duration)
+}
+
+// spend checks id against l: on one Redis by returning its bucket for the change's own script call
+// (unless l refuses id without Redis), elsewhere in a call of its own (limit). A refusal is
+// refused, with the wait.
+func (h *Handler) spend(ctx context.Context, l Limiter, id string, refused limitedError) (ratelimit.Bucket, error) {
+	if bl, ok := l.(bucketLimiter); ok && h.store.SpendsLimits() {
+		b, wait := bl.Take(id)
+		if wait > 0 {
+			refused.retryAfter = wait
+			return ratelimit.Bucket{}, &refused
 		}
-		if err := limit(ctx, h.limit, id, limitedError{}); err != nil {
-			return Result{}, err
-		}
+		return b, nil
 	}
-	return h.changes.Like(ctx, post, user)
+	return ratelimit.Bucket{}, limit(ctx, l, id, refused)
 }
 
 func (h *Handler) count(w http.ResponseWriter, r *http.Request) {

@@ -162,7 +162,7 @@ func TestStaleWriterFollowsChunks(t *testing.T) {
 		t.Fatalf("current chunk %d, the stale writer's %d; want 2 or more and 0", cur, stale.chunks.get("p"))
 	}
 
-	calls := scriptCalls(t, srv)
+	calls := srv.ScriptCalls(t)
 	batch := []Change{{User: "early"}, {User: "v0"}, {User: "v1"}, {User: "v0"}, {User: users[7], Unlike: true}, {User: "v2"}}
 	got, err := stale.Apply(ctx, "p", batch)
 	if err != nil {
@@ -176,7 +176,7 @@ func TestStaleWriterFollowsChunks(t *testing.T) {
 	}
 	// The batch unlikes, so the chunk that lists users[7] was read first; the first call named
 	// chunk 0 as current and was sent back, the second stored it.
-	if n := scriptCalls(t, srv) - calls; n != 2 {
+	if n := srv.ScriptCalls(t) - calls; n != 2 {
 		t.Errorf("%d script calls; want 2 (one sent back with the current chunk, one stored)", n)
 	}
 	gone := users[7]
@@ -193,11 +193,11 @@ func TestStaleWriterFollowsChunks(t *testing.T) {
 	}
 
 	// Now current, it stores the next batch in one call.
-	calls = scriptCalls(t, srv)
+	calls = srv.ScriptCalls(t)
 	if _, err := stale.Like(ctx, "p", "v3"); err != nil {
 		t.Fatal(err)
 	}
-	if n := scriptCalls(t, srv) - calls; n != 1 {
+	if n := srv.ScriptCalls(t) - calls; n != 1 {
 		t.Errorf("%d script calls with a current cache; want 1", n)
 	}
 }
@@ -302,7 +302,7 @@ func TestScriptAsksForUnlikedChunks(t *testing.T) {
 	}
 
 	got, err = run("b2", 0)
-	if err != nil || len(got) != 5 || got[0] != int64(300) || got[1] != "11" || got[2] != cur {
+	if err != nil || len(got) != 6 || got[0] != int64(300) || got[1] != "11" || got[2] != cur {
 		t.Fatalf("the same batch with chunk 0 declared: %#v, %v; want {300, \"11\", %d}", got, err, cur)
 	}
 	users = append(slices.DeleteFunc(users, func(u string) bool { return u == "u0" }), "new")

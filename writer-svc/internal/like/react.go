@@ -18,7 +18,7 @@ var ErrKind = errors.New("unknown reaction kind")
 
 // React counts one reaction of kind to post by user, in post's next batch with its likes.
 func (c *Coalescer) React(ctx context.Context, post, user, kind string) (Result, error) {
-	return c.submit(ctx, post, Change{User: user, Kind: kind})
+	return c.Submit(ctx, post, Change{User: user, Kind: kind})
 }
 
 // reactedError is a reaction its user's gate refused: the user reacted to the post less than the

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/writer-svc/internal/ratelimit"
 )
 
 // MaxBatch is the most changes one script call may carry. The script passes a batch's dedup keys
@@ -31,17 +33,23 @@ const likersChunk = 128
 //	KEYS[7+n+m+i] change i's user's index of likes, when ARGV[7+m+n] is "1"
 //	KEYS[b+1] the post's reaction counts, b = 7+n+m (+n with the indexes)
 //	KEYS[b+1+k] reaction k's gate (k = 1..r): its user's rate limit on the post
+//	KEYS[b+1+r+j] rate limit bucket j (j = 1..q): a client address's or a user's (limits.go)
 //	ARGV[1] post id   ARGV[2] PUBLISH or SPUBLISH   ARGV[3] one byte per change: L like, U unlike
 //	ARGV[4] deadline: the Redis time, in unix milliseconds, after which the batch must not run
 //	ARGV[5] the caller's guess of the current chunk number   ARGV[6] m   ARGV[6+j] chunk numbers
 //	ARGV[6+m+i] change i's user id   ARGV[7+m+n] "1": update the users' indexes here (one Redis)
 //	ARGV[8+m+n] r   ARGV[9+m+n] the reaction interval in milliseconds   ARGV[9+m+n+k] reaction k's kind
+//	ARGV[a] q (absent: 0), a = 10+m+n+r   ARGV[a+2j-1], ARGV[a+2j] bucket j's interval (µs) and burst
+//	ARGV[a+2q+1] two bucket numbers per change, space-separated: its address's and its user's (0: none)
 //
 // It returns {count before the batch, one byte per change, current chunk number, reactions,
-// version} (the version the batch published, 0 when it changed nothing):
-// '1' if change i liked a post not liked or unliked a post liked, '0' if it changed nothing;
+// version, buckets} (the version the batch published, 0 when it changed nothing):
+// '1' if change i liked a post not liked or unliked a post liked, '0' if it changed nothing,
+// 'a' or 'u' if its address's or its user's bucket refused it (it then changed nothing);
 // reactions is a comma-separated number per reaction, the kind's count after it when it counted,
-// or -1 - the milliseconds its user must still wait when the gate refused it. The store derives
+// or -1 - the milliseconds its user must still wait when the gate refused it; buckets is a
+// comma-separated number per bucket, the microseconds it stays empty after the batch (0: it has
+// room). The store derives
 // each change's count from these as the script does (results in store.go). A user repeated in one
 // batch is counted once: the script tracks each dedup key's state in a Lua table, seeded by one
 // MGET. Two replies change nothing and ask for another call: {-1, current chunk} when ARGV[5] is
@@ -70,9 +78,15 @@ const likersChunk = 128
 // touch it: the store keeps it from outside (userindex.go). On one Redis (or Sentinel) the script
 // keeps it, and it is exact.
 //
+// Rate limits: on one Redis a like or an unlike spends a token of its client address's bucket
+// and a like one of its user's (LIKE_ADDR_RATE, LIKE_RATE) here, in its batch's call, by
+// ratelimit's rule (LuaGCRA) and in the batch's order, rather than in a call of its own per like
+// (which halved a writer's likes). A refused change changes nothing. The buckets are read with one
+// MGET and each written once, at the end; a call sent back writes none of them.
+//
 // Two checks come first, so that the writer's answers stay exact (TestScriptWireFormat pins them):
 //
-//   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count> <flags> <reactions> <version>" of
+//   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count>|<flags>|<reactions>|<version>|<buckets>" of
 //     a batch that ran, until a second after its deadline. A run that finds it changes nothing
 //     and returns that reply (with -1 for the chunk number): go-redis re-sends a command whose reply a broken
 //     connection lost, and a second run would otherwise answer "liked":false to users whose like
@@ -89,8 +103,9 @@ const likersChunk = 128
 // DEL, one RPUSH per chunk written and one LREM per unliking user, one SET of the count, one
 // SET of the batch key, and, if anything changed, one version bump, one HGETALL of the reaction
 // counts and one publish of the final state; on one Redis, one ZADD or ZREM per changed user's
-// index besides; per reaction, one SET of its gate and one HINCRBY (or a PTTL when refused). A batch of likes only,
-// by distinct users, first tries one MSETNX: when none of them had liked (a viral post's likes are
+// index besides; per reaction, one SET of its gate and one HINCRBY (or a PTTL when refused); with
+// rate limits, one MGET of the buckets and one SET per bucket spent. A batch of likes only, by
+// distinct users, none of them refused, first tries one MSETNX: when none of them had liked (a viral post's likes are
 // mostly new users) that stores them all without the MGET, about a fifth less Redis CPU per like;
 // when any had, MSETNX writes nothing and the batch takes the general path. The channel is passed
 // as a key, not an argument, so that Redis Cluster checks it hashes to the same slot as the post's
@@ -105,12 +120,12 @@ const likersChunk = 128
 // timestamp as 1.7e+15. A double holds integers exactly up to 2^53, so microseconds (~2^51 today)
 // are exact. An unlike never takes the count below 0 (a count out of step with the dedup keys
 // heals instead of going negative).
-var changeScript = redis.NewScript(`
+var changeScript = redis.NewScript(ratelimit.LuaGCRA + `
 local prev = redis.call('GET', KEYS[4])
 if prev then
   redis.call('SET', KEYS[4], prev, 'KEEPTTL')
-  local c, f, x, v = string.match(prev, '^(%d+) ([01]*) ?([^ ]*) ?(%d*)$')
-  return {tonumber(c), f, -1, x, tonumber(v) or 0}
+  local c, f, x, v, l = string.match(prev, '^(%d+)|([01au]*)|([^|]*)|(%d*)|([^|]*)$')
+  return {tonumber(c), f, -1, x, tonumber(v) or 0, l}
 end
 local t = redis.call('TIME')
 local deadline = tonumber(ARGV[4])
@@ -127,6 +142,34 @@ if index then kb = kb + n end
 local r = tonumber(ARGV[8 + m + n])
 local cur = tonumber(redis.call('GET', KEYS[5])) or 0
 if n > 0 and cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
+local la = 10 + m + n + r
+local q = tonumber(ARGV[la]) or 0
+local lnow = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tat, every, burst, spent, limited = {}, {}, {}, {}, {}
+if q > 0 then
+  local st = redis.call('MGET', unpack(KEYS, kb + 2 + r, kb + 1 + r + q))
+  for j = 1, q do
+    tat[j] = tonumber(st[j])
+    every[j] = tonumber(ARGV[la + 2 * j - 1])
+    burst[j] = tonumber(ARGV[la + 2 * j])
+  end
+  local function take(j)
+    if j == 0 then return true end
+    local nt = gcra(tat[j], lnow, every[j], burst[j])
+    if not nt then return false end
+    tat[j] = nt
+    spent[j] = true
+    return true
+  end
+  local g, nops, any = {}, {}, false
+  for x in string.gmatch(ARGV[la + 2 * q + 1], '%d+') do g[#g + 1] = tonumber(x) end
+  for i = 1, n do
+    if not take(g[2 * i - 1]) then limited[i] = 'a'
+    elseif not take(g[2 * i]) then limited[i] = 'u' end
+    if limited[i] then nops[i] = 'N'; any = true else nops[i] = string.sub(ops, i, i) end
+  end
+  if any then ops = table.concat(nops) end
+end
 local chunkKey = {[guess] = KEYS[6], [guess + 1] = KEYS[7]}
 for j = 1, m do chunkKey[tonumber(ARGV[6 + j])] = KEYS[7 + n + j] end
 local room = 0
@@ -165,10 +208,21 @@ end
 local function finish()
   local x = table.concat(rx, ',')
   local v = string.format('%d', ver or 0)
-  redis.call('SET', KEYS[4], string.format('%d', reply[1]) .. ' ' .. reply[2] .. ' ' .. x .. ' ' .. v, 'PXAT', string.format('%d', deadline + 1000))
+  local w = {}
+  for j = 1, q do
+    if spent[j] then
+      redis.call('SET', KEYS[kb + 1 + r + j], string.format('%d', tat[j]), 'PX', math.ceil((tat[j] - lnow) / 1000))
+    end
+    local wait = 0
+    if tat[j] then wait = math.max(math.ceil(tat[j] - every[j] * (burst[j] - 1) - lnow), 0) end
+    w[j] = string.format('%d', wait)
+  end
+  local l = table.concat(w, ',')
+  redis.call('SET', KEYS[4], string.format('%d', reply[1]) .. '|' .. reply[2] .. '|' .. x .. '|' .. v .. '|' .. l, 'PXAT', string.format('%d', deadline + 1000))
   reply[3] = top
   reply[4] = x
   reply[5] = ver or 0
+  reply[6] = l
   return reply
 end
 local function payload(v)
@@ -201,7 +255,7 @@ if n == 0 then
   if reacted then store({}, {}, {}, {}) end
   return finish()
 end
-if not string.find(ops, 'U', 1, true) then
+if not string.find(ops, '[UN]') then
   local seen, args, adds, idx = {}, {}, {}, {}
   local distinct = true
   for i = 1, n do
@@ -239,15 +293,16 @@ for i = 1, n do
     firsts[nf] = i
   end
   local c = '0'
-  if string.byte(ops, i) == 76 then
+  local op = string.byte(ops, i)
+  if op == 76 then
     if not s then s = true; count = count + 1; c = '1' end
-  elseif s then
+  elseif op == 85 and s then
     s = false; c = '1'
     if count > 0 then count = count - 1 end
   end
   if c == '1' then changed = true end
   liked[k] = s
-  flags[i] = c
+  flags[i] = limited[i] or c
 end
 reply[2] = table.concat(flags)
 if not changed then

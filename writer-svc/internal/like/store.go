@@ -14,6 +14,7 @@ import (
 
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/writer-svc/internal/ratelimit"
 )
 
 // Result is the outcome of a like, an unlike or a reaction.
@@ -21,8 +22,15 @@ type Result struct {
 	Count   int64 // the post's count after the call; for a reaction, its kind's count
 	Changed bool  // false for a repeated like, an unlike of a post not liked, a refused reaction
 	// RetryAfter is how long a refused reaction's user must wait before the post takes another
-	// reaction of theirs (the reaction interval's rest); 0 otherwise.
+	// reaction of theirs (the reaction interval's rest), or how long the bucket that refused a
+	// like or an unlike (Limited) stays empty; 0 otherwise.
 	RetryAfter time.Duration
+	// Limited is which of the change's Limits refused it, 1 or 2 (0: none did). It then changed
+	// nothing.
+	Limited int
+	// Waits are how long each of the change's Limits stays empty after its call (0: it has room,
+	// or it is zero), for its caller to settle (ratelimit.Bucket.Settle).
+	Waits [2]time.Duration
 	// Version is, for a reaction, the post's version after its batch (the ts of the update that
 	// carried it), or 0 when the batch changed nothing. Likes leave it 0: their callers have not
 	// needed it.
@@ -35,6 +43,10 @@ type Change struct {
 	User   string
 	Unlike bool
 	Kind   string // a reaction: counted once per ReactionInterval per user and post
+	// Limits are rate limit buckets a like or an unlike spends a token of in its own script call
+	// (limits.go), the client address's first; zero buckets are none. Only on one Redis
+	// (Store.SpendsLimits): on a Cluster the buckets live in other slots than the post.
+	Limits [2]ratelimit.Bucket
 }
 
 // ErrExpired is a batch that Redis refused because its deadline had passed when Redis came to
@@ -123,6 +135,10 @@ func (s *Store) Load(ctx context.Context) error {
 	return nil
 }
 
+// SpendsLimits reports whether a change's rate limit buckets (Change.Limits) can ride in its own
+// script call: on one Redis, not on a Cluster, where they live in other slots than the post.
+func (s *Store) SpendsLimits() bool { return !s.cluster }
+
 // Ping reports whether Redis answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return redisconn.Ping(ctx, s.rdb)
@@ -196,6 +212,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			return nil, err
 		}
 	}
+	buckets, gates := limits(likes)
 	guess := s.chunks.get(post)
 	var unliked []int64
 	reread := slices.ContainsFunc(likes, func(c Change) bool { return c.Unlike })
@@ -206,7 +223,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 				return nil, err
 			}
 		}
-		keys, args := s.call(post, likes, reactions, guess, unliked, redisCutoff)
+		keys, args := s.call(post, likes, reactions, guess, unliked, redisCutoff, buckets, gates)
 		reply, err := s.run(ctx, keys, args, cutoff) // again while the post's slot moves: moving.go
 		if err != nil {
 			return nil, scriptError(err)
@@ -217,7 +234,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 			reread = code == againUnliked
 			continue
 		}
-		likeRes, reactRes, cur, err := results(reply, likes, len(reactions))
+		likeRes, reactRes, cur, err := results(reply, likes, len(reactions), gates)
 		if err != nil {
 			return nil, err
 		}
@@ -297,9 +314,10 @@ func callAgain(reply []any) (code, cur int64, again bool) {
 }
 
 // call lays out one script call's KEYS and ARGV as changeScript documents them.
-func (s *Store) call(post string, changes, reactions []Change, guess int64, unliked []int64, cutoff time.Time) ([]string, []any) {
-	n, m, r := len(changes), len(unliked), len(reactions)
-	keys := make([]string, 7, 7+n+m+n+1+r)
+func (s *Store) call(post string, changes, reactions []Change, guess int64, unliked []int64, cutoff time.Time,
+	buckets []ratelimit.Bucket, gates []int) ([]string, []any) {
+	n, m, r, q := len(changes), len(unliked), len(reactions), len(buckets)
+	keys := make([]string, 7, 7+n+m+n+1+r+q)
 	keys[0], keys[1], keys[2] = s.keys.Count(post), s.keys.Version(post), s.keys.Channel(post)
 	keys[3] = s.keys.Batch(post, strconv.FormatUint(rand.Uint64(), 36))
 	keys[4], keys[5], keys[6] = s.keys.LikersChunk(post), s.keys.Likers(post, guess), s.keys.Likers(post, guess+1)
@@ -311,7 +329,7 @@ func (s *Store) call(post string, changes, reactions []Change, guess int64, unli
 			ops[i] = 'U'
 		}
 	}
-	args := make([]any, 0, 9+m+n+r)
+	args := make([]any, 0, 11+m+n+r+2*q)
 	args = append(args, post, s.publish, ops, cutoff.UnixMilli(), guess, m)
 	for _, c := range unliked {
 		keys = append(keys, s.keys.Likers(post, c))
@@ -333,6 +351,14 @@ func (s *Store) call(post string, changes, reactions []Change, guess int64, unli
 	for _, c := range reactions {
 		keys = append(keys, s.keys.ReactionGate(post, c.User))
 		args = append(args, c.Kind)
+	}
+	args = append(args, q)
+	for _, b := range buckets {
+		keys = append(keys, b.Key)
+		args = append(args, b.Interval, b.Burst)
+	}
+	if q > 0 {
+		args = append(args, appendGates(make([]byte, 0, 4*len(gates)), gates))
 	}
 	return keys, args
 }
@@ -388,13 +414,13 @@ func settled(err error) bool {
 }
 
 // results turns the script's reply, {count before the batch, one byte per change: 1 if it
-// changed something, current likers chunk, reactions, version}, into each change's and each reaction's
-// result, counting as the script did, and returns the chunk too (-1 when the reply is a
-// re-run's, which has none). A reply of another shape is an error, never a panic: the flusher
-// that calls this serves a whole post.
-func results(reply []any, changes []Change, reactions int) (likes, reacts []Result, chunk int64, err error) {
-	if len(reply) != 5 {
-		return nil, nil, 0, fmt.Errorf("%w: %d values; want a count, flags, a chunk, reactions and a version", errReply, len(reply))
+// changed something, current likers chunk, reactions, version, buckets}, into each change's and
+// each reaction's result, counting as the script did, and returns the chunk too (-1 when the reply
+// is a re-run's, which has none). gates are the changes' bucket numbers as sent (limits). A reply
+// of another shape is an error, never a panic: the flusher that calls this serves a whole post.
+func results(reply []any, changes []Change, reactions int, gates []int) (likes, reacts []Result, chunk int64, err error) {
+	if len(reply) != 6 {
+		return nil, nil, 0, fmt.Errorf("%w: %d values; want a count, flags, a chunk, reactions, a version and buckets", errReply, len(reply))
 	}
 	count, ok := reply[0].(int64)
 	if !ok {
@@ -415,16 +441,34 @@ func results(reply []any, changes []Change, reactions int) (likes, reacts []Resu
 	if reacts, err = reactionResults(reply[3], reactions, ver); err != nil {
 		return nil, nil, 0, err
 	}
+	waits, err := bucketWaits(reply[5], gates)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	likes = make([]Result, len(changes))
 	for i, c := range changes {
-		changed := flags[i] == '1'
-		switch {
-		case changed && c.Unlike:
-			count = max(count-1, 0)
-		case changed:
-			count++
+		res := Result{}
+		switch flags[i] {
+		case '1':
+			res.Changed = true
+			if c.Unlike {
+				count = max(count-1, 0)
+			} else {
+				count++
+			}
+		case 'a':
+			res.Limited = 1
+		case 'u':
+			res.Limited = 2
 		}
-		likes[i] = Result{Count: count, Changed: changed}
+		res.Count = count
+		if waits != nil {
+			res.Waits = waits.of(gates, i)
+			if res.Limited > 0 {
+				res.RetryAfter = max(res.Waits[res.Limited-1], time.Microsecond)
+			}
+		}
+		likes[i] = res
 	}
 	return likes, reacts, cur, nil
 }

@@ -11,38 +11,45 @@ import (
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
-// allowScript is a token bucket kept as one number, the generic cell rate algorithm: the key
-// holds the theoretical arrival time (TAT, in microseconds of Redis's clock) of the next event
-// were the bucket never to fill. An event at now is allowed when TAT - now leaves room for it
-// within the burst, and moves TAT one interval on; the key expires when the bucket would be full
-// again, so an idle user costs no memory. Redis's clock (TIME) is the one clock every replica
-// shares; the script runs as its effects (Redis 7's default), so replicas get the SET, not TIME.
+// allowScript is a token bucket kept as one number, the generic cell rate algorithm (LuaGCRA):
+// the key holds the theoretical arrival time (TAT, in microseconds of Redis's clock) of the next
+// event were the bucket never to fill; the key expires when the bucket would be full again, so an
+// idle user costs no memory. Redis's clock (TIME) is the one clock every replica shares; the
+// script runs as its effects (Redis 7's default), so replicas get the SET, not TIME.
 //
 // KEYS[1] = bucket key; ARGV[1] = interval (Window/N) in µs; ARGV[2] = burst.
 // Returns the microseconds until the event would be allowed when it is refused (> 0); when it is
 // allowed, 0 if the bucket has room for another event now, else minus the whole microseconds
 // until it has (the writer then refuses the key itself until then: refusals).
-var allowScript = redis.NewScript(`
+var allowScript = redis.NewScript(LuaGCRA + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local tolerance = interval * (tonumber(ARGV[2]) - 1)
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
-if tat < now then
-  tat = now
-end
-local wait = tat - tolerance - now
-if wait > 0 then
+local tat, wait = gcra(tonumber(redis.call('GET', KEYS[1])), now, tonumber(ARGV[1]), tonumber(ARGV[2]))
+if not tat then
   return math.ceil(wait)
 end
-tat = tat + interval
 redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
-local next = tat - tolerance - now
-if next >= 1 then
-  return -math.floor(next)
+if wait >= 1 then
+  return -math.floor(wait)
 end
 return 0
 `)
+
+// LuaGCRA defines the Lua function gcra(tat, now, interval, burst), the one copy of the token
+// bucket's rule, for allowScript and for the scripts that spend buckets in their own call (Take).
+// A bucket's state is its TAT (nil: full); an event at now (µs) is allowed when TAT - now leaves
+// room for it within the burst, and moves TAT one interval on. gcra returns the new TAT, or nil
+// when the event is refused, and the µs until the bucket has room for an event again (0: now).
+const LuaGCRA = `
+local function gcra(tat, now, interval, burst)
+  if not tat or tat < now then tat = now end
+  local tolerance = interval * (burst - 1)
+  local wait = tat - tolerance - now
+  if wait > 0 then return nil, wait end
+  tat = tat + interval
+  return tat, math.max(tat - tolerance - now, 0)
+end
+`
 
 // Limiter enforces one Rate per user across all replicas that share the Redis.
 type Limiter struct {
@@ -51,6 +58,7 @@ type Limiter struct {
 	rate     Rate
 	interval string // µs
 	burst    string
+	bucket   Bucket    // the same numbers, for Take
 	refused  *refusals // keys Redis refused, answered here until their Retry-After
 }
 
@@ -59,8 +67,9 @@ type Limiter struct {
 func New(rdb redis.UniversalClient, keys rediskeys.Scheme, rate Rate) *Limiter {
 	l := &Limiter{rdb: rdb, key: keys.RateLimit, rate: rate, refused: newRefusals()}
 	if !rate.Off() {
-		l.interval = strconv.FormatInt(max(rate.Interval().Microseconds(), 1), 10)
-		l.burst = strconv.Itoa(rate.BurstSize())
+		l.bucket = Bucket{Interval: max(rate.Interval().Microseconds(), 1), Burst: rate.BurstSize(), l: l}
+		l.interval = strconv.FormatInt(l.bucket.Interval, 10)
+		l.burst = strconv.Itoa(l.bucket.Burst)
 	}
 	return l
 }

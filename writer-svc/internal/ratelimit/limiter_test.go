@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -123,25 +122,6 @@ func TestLimiterBurst(t *testing.T) {
 	}
 }
 
-// evalCalls is how many scripts srv has run (EVALSHA and EVAL), from INFO commandstats.
-func evalCalls(t *testing.T, srv *redistest.Server) int64 {
-	t.Helper()
-	info, err := srv.Client(t).Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if v, ok := strings.CutPrefix(line, cmd); ok {
-				calls, _ := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
-				n += calls
-			}
-		}
-	}
-	return n
-}
-
 // TestRefusedKeyCostsRedisNothingUntilItsRetryAfter: once Redis refused a user, the limiter
 // answers that user's next requests itself, with the remaining wait, until the Retry-After has
 // passed; then it asks Redis again and is allowed. Another replica, which has not seen the
@@ -158,7 +138,7 @@ func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
 	if err != nil || first <= 0 {
 		t.Fatalf("second: %v, %v; want refused", first, err)
 	}
-	calls := evalCalls(t, srv)
+	calls := srv.ScriptCalls(t)
 	for range 1000 {
 		wait, err := a.Allow(ctx, "flood")
 		if err != nil || wait <= 0 || wait > first {
@@ -168,13 +148,13 @@ func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
 			break // about to expire: what follows may ask Redis
 		}
 	}
-	if got := evalCalls(t, srv) - calls; got != 0 {
+	if got := srv.ScriptCalls(t) - calls; got != 0 {
 		t.Errorf("%d script calls while the key was refused; want 0", got)
 	}
 	if wait, err := b.Allow(ctx, "flood"); err != nil || wait <= 0 {
 		t.Errorf("the other replica: %v, %v; want refused by Redis", wait, err)
 	}
-	if got := evalCalls(t, srv) - calls; got != 1 {
+	if got := srv.ScriptCalls(t) - calls; got != 1 {
 		t.Errorf("the other replica made %d script calls; want 1", got)
 	}
 	poll.Until(t, 5*time.Second, "the refused user to be allowed after its Retry-After", func() bool {
