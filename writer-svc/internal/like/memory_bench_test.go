@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -92,4 +93,102 @@ func usedMemory(ctx context.Context, b *testing.B, rdb *redis.Client) int64 {
 	}
 	b.Fatal("no used_memory in INFO memory")
 	return 0
+}
+
+// BenchmarkPostMemory brings b.N posts into existence, each with one like by one user, one call
+// each, and reports Redis' used_memory per post (B/post): the count, the version, the likers
+// chunk number and chunk, the like's dedup key and the user's index entry (one user's index of
+// b.N posts), and with a reaction its counts' hash. Batch keys, which live a second past their
+// call's deadline, and reaction gates, which live the reaction interval, are removed before the
+// reading: they are what a call leaves for seconds, not what a post keeps. docs/SCALING.md
+// quotes it:
+//
+//	go test -run '^$' -bench BenchmarkPostMemory -benchtime 100000x ./writer-svc/internal/like/
+func BenchmarkPostMemory(b *testing.B) {
+	for _, react := range []bool{false, true} {
+		name := "a-like"
+		if react {
+			name = "a-like-and-a-reaction"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s, rdb := benchStore(b)
+			before := usedMemory(ctx, b, rdb)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				changes := []Change{{User: "one-user"}}
+				if react {
+					changes = append(changes, Change{User: "one-user", Kind: "clap"})
+				}
+				if _, err := s.Apply(ctx, "post-"+strconv.Itoa(i), changes); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			dropKeys(ctx, b, rdb, keys.Batch("*", "*"))
+			dropKeys(ctx, b, rdb, keys.ReactionGate("*", "*"))
+			b.ReportMetric(float64(usedMemory(ctx, b, rdb)-before)/float64(b.N), "B/post")
+		})
+	}
+}
+
+// BenchmarkReactionMemory counts b.N reactions to one post, each by a new user, and reports
+// Redis' used_memory per reaction while their gates live (B/reaction: the gate, one key per user
+// and post for the reaction interval) and after they expired (the kinds' counts alone: about
+// nothing per reaction). docs/SCALING.md quotes it:
+//
+//	go test -run '^$' -bench BenchmarkReactionMemory -benchtime 100000x ./writer-svc/internal/like/
+func BenchmarkReactionMemory(b *testing.B) {
+	ctx := context.Background()
+	rdb := benchRedis(b)
+	const interval = time.Second
+	s := NewStore(rdb, keys, StoreOptions{ReactionInterval: interval})
+	if err := s.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	before := usedMemory(ctx, b, rdb)
+	b.ResetTimer()
+	changes := make([]Change, 0, 20)
+	for i := 0; i < b.N; i++ {
+		changes = append(changes, Change{User: "reactor-" + strconv.Itoa(i), Kind: "clap"})
+		if len(changes) == cap(changes) || i == b.N-1 {
+			if _, err := s.Apply(ctx, "stage", changes); err != nil {
+				b.Fatal(err)
+			}
+			changes = changes[:0]
+		}
+	}
+	b.StopTimer()
+	dropKeys(ctx, b, rdb, keys.Batch("*", "*"))
+	b.ReportMetric(float64(usedMemory(ctx, b, rdb)-before)/float64(b.N), "B/reaction-live")
+	// The gates expire after the interval; Redis' active expiry removes them within a few
+	// hundred milliseconds of that, which the loop awaits.
+	deadline := time.Now().Add(30 * time.Second)
+	for rdb.Exists(ctx, keys.ReactionGate("stage", "reactor-0")).Val() == 1 || rdb.DBSize(ctx).Val() > 20 {
+		if time.Now().After(deadline) {
+			b.Fatalf("reaction gates still there 30 s after their %s interval: %d keys", interval, rdb.DBSize(ctx).Val())
+		}
+		time.Sleep(100 * time.Millisecond) // active expiry's own pace; nothing to await but it
+	}
+	b.ReportMetric(float64(usedMemory(ctx, b, rdb)-before)/float64(b.N), "B/reaction-kept")
+}
+
+// dropKeys removes the keys matching pattern, such as the batch keys the calls left (they expire a
+// second past their call's deadline): a memory reading wants what a post keeps.
+func dropKeys(ctx context.Context, b *testing.B, rdb *redis.Client, pattern string) {
+	b.Helper()
+	iter := rdb.Scan(ctx, 0, pattern, 10000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 1000 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if err := iter.Err(); err != nil {
+		b.Fatal(err)
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
 }
