@@ -107,11 +107,7 @@ func TestShutdownFinishesInFlightLike(t *testing.T) {
 		}
 		liked <- resp
 	}()
-	poll.Until(t, 5*time.Second, "like script held by CLIENT PAUSE", func() bool {
-		list, err := srv.Do("CLIENT", "LIST")
-		s, _ := list.(string)
-		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
-	})
+	srv.AwaitHeldScript(t)
 
 	cancel()
 	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

@@ -6,7 +6,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,14 +185,14 @@ func TestQuietPostNeverWaits(t *testing.T) {
 // sent at once, and Close returns once it is answered.
 func TestCloseSendsLingeringBatches(t *testing.T) {
 	c, srv, _ := newCoalescer(t, BatchOptions{Window: time.Hour, Size: 10})
-	hold(t, srv)
+	srv.HoldScripts(t)
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { _, err := c.Like(context.Background(), "p", "first"); errs <- err })
-	waitScriptHeld(t, srv)
+	srv.AwaitHeldScript(t)
 	wg.Go(func() { _, err := c.Like(context.Background(), "p", "behind"); errs <- err })
 	poll.Until(t, 10*time.Second, "a like queued", func() bool { return c.waiting("p") == 1 })
-	release(t, srv)
+	srv.ReleaseScripts(t)
 	if err := <-errs; err != nil { // the first like; the second now lingers for the hour
 		t.Fatalf("first like: %v", err)
 	}
@@ -221,7 +220,7 @@ func TestLikesBehindACallGoTogether(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, srv, m := newCoalescer(t, tt.give)
 			calls := srv.ScriptCalls(t)
-			hold(t, srv)
+			srv.HoldScripts(t)
 			results := make(chan Result, 1+tt.queued)
 			like := func(user string) {
 				res, err := c.Like(context.Background(), "hot", user)
@@ -232,12 +231,12 @@ func TestLikesBehindACallGoTogether(t *testing.T) {
 			}
 			var wg sync.WaitGroup
 			wg.Go(func() { like("first") })
-			waitScriptHeld(t, srv)
+			srv.AwaitHeldScript(t)
 			for i := range tt.queued {
 				wg.Go(func() { like("q" + strconv.Itoa(i)) })
 			}
 			poll.Until(t, 10*time.Second, "likes queued behind the call", func() bool { return c.waiting("hot") == tt.queued })
-			release(t, srv)
+			srv.ReleaseScripts(t)
 			wg.Wait()
 			close(results)
 			seen := map[int64]bool{}
@@ -266,7 +265,7 @@ func TestLikesBehindACallGoTogether(t *testing.T) {
 // the queued ones are still stored.
 func TestFullQueueIsRefused(t *testing.T) {
 	c, srv, m := newCoalescer(t, BatchOptions{Size: 1, Queue: 2})
-	hold(t, srv)
+	srv.HoldScripts(t)
 	var wg sync.WaitGroup
 	like := func(user string) {
 		if _, err := c.Like(context.Background(), "hot", user); err != nil {
@@ -274,7 +273,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 		}
 	}
 	wg.Go(func() { like("first") })
-	waitScriptHeld(t, srv)
+	srv.AwaitHeldScript(t)
 	wg.Go(func() { like("q1") })
 	wg.Go(func() { like("q2") })
 	poll.Until(t, 10*time.Second, "two likes queued", func() bool { return c.waiting("hot") == 2 })
@@ -284,7 +283,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 	if got := counter(t, m.QueueFull); got != 1 {
 		t.Errorf("queue full counter %v; want 1", got)
 	}
-	release(t, srv)
+	srv.ReleaseScripts(t)
 	wg.Wait()
 	if n, err := c.store.Count(context.Background(), "hot"); err != nil || n != 3 {
 		t.Errorf("count %d, %v; want 3", n, err)
@@ -299,7 +298,7 @@ func TestFullQueueIsRefused(t *testing.T) {
 func TestRequestThatGivesUp(t *testing.T) {
 	c, srv, _ := newCoalescer(t, BatchOptions{Size: 10})
 	calls := srv.ScriptCalls(t)
-	hold(t, srv)
+	srv.HoldScripts(t)
 	inFlight, cancelInFlight := context.WithCancel(context.Background())
 	queued, cancelQueued := context.WithCancel(context.Background())
 	expiring, cancelExpiring := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -307,7 +306,7 @@ func TestRequestThatGivesUp(t *testing.T) {
 	errs := make(chan error, 3)
 	var wg sync.WaitGroup
 	wg.Go(func() { _, err := c.Like(inFlight, "p", "in-flight"); errs <- err })
-	waitScriptHeld(t, srv)
+	srv.AwaitHeldScript(t)
 	wg.Go(func() { _, err := c.Like(queued, "p", "queued"); errs <- err })
 	wg.Go(func() {
 		_, err := c.Like(expiring, "p", "expiring")
@@ -325,7 +324,7 @@ func TestRequestThatGivesUp(t *testing.T) {
 			t.Errorf("like whose request was cancelled: %v; want context.Canceled", err)
 		}
 	}
-	release(t, srv)
+	srv.ReleaseScripts(t)
 	c.Close() // waits for the held batch
 	rdb := srv.Client(t)
 	ctx := context.Background()
@@ -351,14 +350,14 @@ func TestBatchBoundedByEarliestDeadline(t *testing.T) {
 	if _, err := c.Like(context.Background(), "p", "first"); err != nil { // the post is busy now
 		t.Fatal(err)
 	}
-	hold(t, srv)
+	srv.HoldScripts(t)
 	soon, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { _, err := c.Like(soon, "p", "soon"); errs <- err })
 	wg.Go(func() { _, err := c.Like(context.Background(), "p", "undated"); errs <- err })
-	waitScriptHeld(t, srv) // the two went as one full batch
+	srv.AwaitHeldScript(t) // the two went as one full batch
 	start := time.Now()
 	wg.Wait()
 	if took := time.Since(start); took > 5*time.Second {
@@ -370,7 +369,7 @@ func TestBatchBoundedByEarliestDeadline(t *testing.T) {
 			t.Error("a like of the held batch answered without error")
 		}
 	}
-	release(t, srv)
+	srv.ReleaseScripts(t)
 	c.Close()
 	rdb := srv.Client(t)
 	for _, user := range []string{"soon", "undated"} {
@@ -384,13 +383,13 @@ func TestBatchBoundedByEarliestDeadline(t *testing.T) {
 // flight has been answered.
 func TestCloseWaitsForBatches(t *testing.T) {
 	c, srv, _ := newCoalescer(t, BatchOptions{Size: 10})
-	hold(t, srv)
+	srv.HoldScripts(t)
 	answered := make(chan error, 1)
 	go func() { // exits when the like is answered
 		_, err := c.Like(context.Background(), "p", "u")
 		answered <- err
 	}()
-	waitScriptHeld(t, srv)
+	srv.AwaitHeldScript(t)
 	closed := make(chan struct{})
 	go func() { // exits when Close returns
 		c.Close()
@@ -407,7 +406,7 @@ func TestCloseWaitsForBatches(t *testing.T) {
 	if _, err := c.Like(context.Background(), "p", "late"); !errors.Is(err, ErrClosed) {
 		t.Errorf("like after Close: %v; want ErrClosed", err)
 	}
-	release(t, srv)
+	srv.ReleaseScripts(t)
 	if err := <-answered; err != nil {
 		t.Errorf("like in flight at Close: %v; want stored", err)
 	}
@@ -512,32 +511,6 @@ func (c *Coalescer) refusing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
-}
-
-// hold makes Redis hold every script call (CLIENT PAUSE WRITE) until release or the test's end.
-func hold(t *testing.T, srv *redistest.Server) {
-	t.Helper()
-	if _, err := srv.Do("CLIENT", "PAUSE", 60000, "WRITE"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = srv.Do("CLIENT", "UNPAUSE") })
-}
-
-func release(t *testing.T, srv *redistest.Server) {
-	t.Helper()
-	if _, err := srv.Do("CLIENT", "UNPAUSE"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitScriptHeld waits until a script call is blocked by the pause.
-func waitScriptHeld(t *testing.T, srv *redistest.Server) {
-	t.Helper()
-	poll.Until(t, 10*time.Second, "a script call held by CLIENT PAUSE", func() bool {
-		list, err := srv.Do("CLIENT", "LIST")
-		s, _ := list.(string)
-		return err == nil && strings.Contains(s, "flags=b") && strings.Contains(s, "cmd=evalsha")
-	})
 }
 
 func histogram(t *testing.T, h prometheus.Histogram) (uint64, float64) {

@@ -209,3 +209,65 @@ func TestOneAskAtATimeOnceRefused(t *testing.T) {
 		t.Errorf("%d keys remembered after Redis allowed; want none", n)
 	}
 }
+
+// TestRequestsOfAKeyShareACall: while a key's call is in flight (held by CLIENT PAUSE), the
+// requests for it that come wait behind it and then go together in one call, which counts each of
+// them in order: exactly the burst is allowed, the rest refused with the bucket's wait, in two
+// script calls for 200 requests.
+func TestRequestsOfAKeyShareACall(t *testing.T) {
+	srv := redistest.Start(t)
+	const burst, requests = 50, 200
+	l := NewNamed(srv.Client(t), func(id string) string { return "rl:" + id }, Rate{N: burst, Window: time.Hour, Burst: burst})
+	ctx := context.Background()
+	if err := l.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := srv.ScriptCalls(t)
+	srv.HoldScripts(t)
+	type answer struct {
+		wait time.Duration
+		err  error
+	}
+	answers := make(chan answer, requests)
+	ask := func() {
+		wait, err := l.Allow(ctx, "hot")
+		answers <- answer{wait, err}
+	}
+	go ask() // exits when answered: the call the others queue behind
+	srv.AwaitHeldScript(t)
+	for range requests - 1 {
+		go ask() // exits when answered
+	}
+	poll.Until(t, 10*time.Second, "the requests queued behind the held call", func() bool {
+		l.flights.mu.Lock()
+		defer l.flights.mu.Unlock()
+		fl := l.flights.keys[l.key("hot")]
+		return fl != nil && fl.next != nil && fl.next.n == requests-1
+	})
+	srv.ReleaseScripts(t)
+	allowed, refused := 0, 0
+	for range requests {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			t.Fatalf("Allow: %v", a.err)
+		case a.wait == 0:
+			allowed++
+		case a.wait > 0 && a.wait <= time.Hour/burst:
+			refused++
+		default:
+			t.Errorf("a refusal's wait %v; want within one interval (%v)", a.wait, time.Hour/burst)
+		}
+	}
+	if allowed != burst || refused != requests-burst {
+		t.Errorf("%d allowed, %d refused; want %d and %d", allowed, refused, burst, requests-burst)
+	}
+	if n := srv.ScriptCalls(t) - calls; n != 2 {
+		t.Errorf("%d requests of one key cost %d script calls; want 2 (the held one, then the rest together)", requests, n)
+	}
+	poll.Until(t, 10*time.Second, "the key no longer in flight once its last call answered", func() bool {
+		l.flights.mu.Lock()
+		defer l.flights.mu.Unlock()
+		return len(l.flights.keys) == 0
+	})
+}

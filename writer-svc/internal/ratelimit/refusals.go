@@ -61,6 +61,15 @@ func (r *refusals) begin(key string) (wait time.Duration) {
 	return wait
 }
 
+// refusedFor returns how long key is still refused here (0: not refused), without asking to ask.
+func (r *refusals) refusedFor(key string) time.Duration {
+	k, ok := r.keys.Get(key)
+	if !ok {
+		return 0
+	}
+	return max(k.until.Sub(r.now()), 0)
+}
+
 // end records Redis's answer for key: refused for wait (0: allowed, or Redis could not be asked).
 func (r *refusals) end(key string, wait time.Duration) {
 	now := r.now()
