@@ -106,7 +106,7 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	t0 := time.Now().Add(r.cfg.Warmup)
 	t1 := t0.Add(r.cfg.Window)
 	begin := &worker.Begin{Base: base, WindowStartUS: t0.UnixMicro(), WindowEndUS: t1.UnixMicro()}
-	if r.cfg.Feed <= 1 {
+	if r.cfg.Feed <= 1 && len(r.pool.clients) > 0 { // none: --conns 0, the writers alone
 		begin.SampleViewers = (r.cfg.LatencySample + len(r.pool.clients) - 1) / len(r.pool.clients)
 	}
 	replies, err := r.pool.all(worker.Request{Op: worker.OpBegin, Begin: begin})
