@@ -18,6 +18,7 @@ import (
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
 	"github.com/likes/likes/writer-svc/internal/session"
+	"github.com/likes/likes/writer-svc/internal/timeline"
 )
 
 // metricsNamespace prefixes every writer metric.
@@ -46,7 +47,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
-		ReactionInterval: cfg.ReactionInterval,
+		ReactionInterval: cfg.ReactionInterval, TimelineRetention: cfg.TimelineRetention,
 	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
@@ -103,10 +104,14 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		o.DataAddrLimit = ratelimit.NewNamed(rdb, keys.DataAddrRate, cfg.UserDataAddrRate)
 	}
 	likes := like.NewHandler(o)
+	timelines := timeline.NewHandler(timeline.Options{
+		Reader: timeline.NewReader(rdb, keys, cfg.ReactionKinds), Limit: o.DataAddrLimit, Clients: cfg.Clients,
+		Timeout: cfg.RequestTimeout,
+	})
 	warmUp(ctx, a.store, cmp.Or(limiter, addrLimiter), a.sessions, log) // both run one script
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins, allowedOrigins: cfg.AllowedOrigins,
-		reads:    like.NewReader(rdb, keys, cfg.MaxReadPosts),
+		reads: like.NewReader(rdb, keys, cfg.MaxReadPosts), timelines: timelines,
 		sessions: newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
 	})
 	return a, nil

@@ -33,16 +33,19 @@ type Config struct {
 	// post once per ReactionInterval.
 	ReactionKinds    []string
 	ReactionInterval time.Duration
-	CORSOrigins      []string
-	AllowedOrigins   []string // origins whose pages may change likes and sessions; the own site always may
-	LikeRate         ratelimit.Rate
-	LikeRatePerPost  bool           // LikeRate counts per user and post, not per user across posts
-	LikeAddrRate     ratelimit.Rate // likes per client address, all its users together
-	NewPostRate      ratelimit.Rate // new posts per user (likes and reactions of unknown posts)
-	NewPostAddrRate  ratelimit.Rate // new posts per client address
-	UserDataAddrRate ratelimit.Rate // reads and erasures of user data per client address
-	Auth             AuthConfig
-	Session          SessionConfig
+	// TimelineRetention is how long each minute of a post's timeline of likes and reactions is kept
+	// (GET /posts/{postID}/timeline); 0 keeps none.
+	TimelineRetention time.Duration
+	CORSOrigins       []string
+	AllowedOrigins    []string // origins whose pages may change likes and sessions; the own site always may
+	LikeRate          ratelimit.Rate
+	LikeRatePerPost   bool           // LikeRate counts per user and post, not per user across posts
+	LikeAddrRate      ratelimit.Rate // likes per client address, all its users together
+	NewPostRate       ratelimit.Rate // new posts per user (likes and reactions of unknown posts)
+	NewPostAddrRate   ratelimit.Rate // new posts per client address
+	UserDataAddrRate  ratelimit.Rate // reads and erasures of user data per client address
+	Auth              AuthConfig
+	Session           SessionConfig
 	// Clients tells a request's client from its peer, or from X-Forwarded-For when the peer is
 	// a trusted proxy (TRUSTED_PROXIES), for per-address limits.
 	Clients clientip.Resolver
@@ -96,8 +99,10 @@ func (a AuthConfig) Mode() string {
 // at once), and 100 likes a second with a burst of 2,000 for all the users behind one address.
 // A farm of fresh sessions from one address is held to the first; the second bounds its writes.
 const (
-	defaultSessionRate  = "30/1m burst 60"
-	defaultLikeAddrRate = "6000/1m burst 2000"
+	defaultSessionRate = "30/1m burst 60"
+	// defaultTimelineRetention keeps a talk's timeline a month after it: "analytics afterward".
+	defaultTimelineRetention = 30 * 24 * time.Hour
+	defaultLikeAddrRate      = "6000/1m burst 2000"
 	// A user brings new posts into existence (likes or reactions of post ids no like or reaction
 	// has named yet) at most this fast: far above a reader's pace through a feed, far below a
 	// script's through post 1, 2, 3... An address, all its users together, ten times as much.
@@ -170,6 +175,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
 	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", like.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
+	set.Duration(&c.TimelineRetention, "timeline-retention", "TIMELINE_RETENTION", defaultTimelineRetention, "how long each minute of a post's likes and reactions per second is kept for GET /posts/{postID}/timeline (0: no timeline)")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.List(&c.AllowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", `comma-separated origins whose pages may like, unlike, react, start sessions and erase likes through a browser, besides the API's own site ("*" for any; empty: CORS_ORIGINS)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
@@ -255,6 +261,8 @@ func (c Config) validate() error {
 	switch {
 	case c.RequestTimeout <= 0:
 		return errors.New("request timeout must be positive")
+	case c.TimelineRetention < 0:
+		return fmt.Errorf("timeline retention %s must be 0 (none) or more", c.TimelineRetention)
 	case c.ReactionInterval < time.Millisecond:
 		return fmt.Errorf("reaction interval %s must be at least 1ms", c.ReactionInterval)
 	case c.MaxReadPosts < 1 || c.MaxReadPosts > maxReadPostsLimit:

@@ -13,6 +13,7 @@ import (
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/session"
+	"github.com/likes/likes/writer-svc/internal/timeline"
 )
 
 // routerDeps are what the router serves.
@@ -22,6 +23,7 @@ type routerDeps struct {
 	ready       func(context.Context) error
 	likes       *like.Handler
 	reads       *like.Reader
+	timelines   *timeline.Handler
 	sessions    *session.Handler // nil when sessions are off
 	corsOrigins []string
 	// allowedOrigins may change likes and sessions from a browser (originGuard)
@@ -57,6 +59,7 @@ func newRouter(d routerDeps) http.Handler {
 	d.likes.Routes(r)
 	d.likes.ReadRoutes(r, d.reads)
 	d.likes.UserRoutes(r, d.reads)
+	d.timelines.Routes(r)
 	if d.sessions != nil {
 		d.sessions.Routes(r)
 	}

@@ -71,6 +71,23 @@ func (s Scheme) Reactions(postID string) string { return s.post(postID, ":rx") }
 // Retry-After (PTTL).
 func (s Scheme) ReactionGate(postID, userID string) string { return s.post(postID, ":rg:"+userID) }
 
+// Timeline is one minute of one series of the post's timeline: a string of big-endian unsigned
+// 32-bit counters, one per second of the minute that starts at minute x 60 unix seconds (the like
+// script adds to them with BITFIELD INCRBY u32 #<second>), which expires TIMELINE_RETENTION after
+// the minute ends. A key per minute, not per hour: Redis grows a string to twice what a write
+// needs, so an hour's key touched once at its end would hold 28 KB, a minute's holds at most 480
+// bytes. series is TimelineLikes, TimelineUnlikes or a reaction kind (kinds are validated like
+// post ids, so neither name can be one).
+func (s Scheme) Timeline(postID, series string, minute int64) string {
+	return s.post(postID, ":tl:"+series+":"+strconv.FormatInt(minute, 10))
+}
+
+// The timeline's series of likes stored and of likes removed (Timeline).
+const (
+	TimelineLikes   = "+like"
+	TimelineUnlikes = "-like"
+)
+
 // UserLikes is the user's index of likes: a sorted set of the posts the user likes, scored by when
 // (unix microseconds). It has no post hash tag: on a Cluster it lives in its own slot, apart from
 // the posts it names.

@@ -34,6 +34,8 @@ const likersChunk = 128
 //	KEYS[b+1] the post's reaction counts, b = 7+n+m (+n with the indexes)
 //	KEYS[b+1+k] reaction k's gate (k = 1..r): its user's rate limit on the post
 //	KEYS[b+1+r+j] rate limit bucket j (j = 1..q): a client address's or a user's (limits.go)
+//	KEYS[c+1], KEYS[c+2] the minute's timeline of likes and of unlikes, c = b+1+r+q (with ARGV[t])
+//	KEYS[c+2+i] the minute's timeline of reaction kind i (i = 1..z)
 //	ARGV[1] post id   ARGV[2] PUBLISH or SPUBLISH   ARGV[3] one byte per change: L like, U unlike
 //	ARGV[4] deadline: the Redis time, in unix milliseconds, after which the batch must not run
 //	ARGV[5] the caller's guess of the current chunk number   ARGV[6] m   ARGV[6+j] chunk numbers
@@ -41,6 +43,8 @@ const likersChunk = 128
 //	ARGV[8+m+n] r   ARGV[9+m+n] the reaction interval in milliseconds   ARGV[9+m+n+k] reaction k's kind
 //	ARGV[a] q (absent: 0), a = 10+m+n+r   ARGV[a+2j-1], ARGV[a+2j] bucket j's interval (µs) and burst
 //	ARGV[a+2q+1] two bucket numbers per change, space-separated: its address's and its user's (0: none)
+//	ARGV[t] the timeline's minute, its start in unix seconds, t = a+2q+2 (absent: no timeline)
+//	ARGV[t+1] when the minute's timeline expires, unix seconds   ARGV[t+2] z   ARGV[t+2+i] kind i
 //
 // It returns {count before the batch, one byte per change, current chunk number, reactions,
 // version, buckets} (the version the batch published, 0 when it changed nothing):
@@ -83,6 +87,13 @@ const likersChunk = 128
 // ratelimit's rule (LuaGCRA) and in the batch's order, rather than in a call of its own per like
 // (which halved a writer's likes). A refused change changes nothing. The buckets are read with one
 // MGET and each written once, at the end; a call sent back writes none of them.
+//
+// Timeline: with ARGV[t], a batch that changed something adds its likes stored, its likes removed
+// and its reactions counted, by kind, to the current second of the minute's timeline keys
+// (rediskeys.Timeline: BITFIELD INCRBY u32, saturating) and sets their expiry: one BITFIELD and
+// one EXPIREAT per series the batch touched, not per change. The writer names the minute from its
+// clock and the measured offset to Redis'; a batch that runs a little past the minute's end (or
+// before its start) counts in its last (first) second.
 //
 // Two checks come first, so that the writer's answers stay exact (TestScriptWireFormat pins them):
 //
@@ -205,7 +216,39 @@ local function react()
     end
   end
 end
+local function timeline()
+  local lt = la + 2 * q + 2
+  local th = tonumber(ARGV[lt])
+  if not th then return end
+  local sec = tonumber(t[1]) - th
+  if sec < 0 then sec = 0 elseif sec > 59 then sec = 59 end
+  local at, kt = '#' .. string.format('%d', sec), kb + 1 + r + q
+  local function add(key, count)
+    if count > 0 then
+      redis.call('BITFIELD', key, 'OVERFLOW', 'SAT', 'INCRBY', 'u32', at, count)
+      redis.call('EXPIREAT', key, ARGV[lt + 1])
+    end
+  end
+  local liked, unliked, f = 0, 0, reply[2]
+  for i = 1, #f do
+    if string.byte(f, i) == 49 then
+      if string.byte(ops, i) == 76 then liked = liked + 1 else unliked = unliked + 1 end
+    end
+  end
+  add(KEYS[kt + 1], liked)
+  add(KEYS[kt + 2], unliked)
+  if not reacted then return end
+  local byKind = {}
+  for k = 1, r do
+    if string.byte(rx[k], 1) ~= 45 then
+      local kind = ARGV[9 + m + n + k]
+      byKind[kind] = (byKind[kind] or 0) + 1
+    end
+  end
+  for i = 1, tonumber(ARGV[lt + 2]) do add(KEYS[kt + 2 + i], byKind[ARGV[lt + 2 + i]] or 0) end
+end
 local function finish()
+  timeline()
   local x = table.concat(rx, ',')
   local v = string.format('%d', ver or 0)
   local w = {}

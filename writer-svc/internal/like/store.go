@@ -77,6 +77,7 @@ type Store struct {
 	every   time.Duration // a user's reactions to one post: at most one per every
 	chunks  chunkCache
 	offset  func() time.Duration // Redis' clock less this writer's (StoreOptions.ClockOffset)
+	keep    int64                // seconds a post's timeline is kept past its minute; 0: no timeline
 }
 
 // StoreOptions tune a Store.
@@ -100,6 +101,9 @@ type StoreOptions struct {
 	// on this writer's clock can never run later on Redis' whatever the skew. nil: the clocks are
 	// taken to agree within clockSkew.
 	ClockOffset func() time.Duration
+	// TimelineRetention is how long each minute of a post's timeline (its likes and reactions per
+	// second, rediskeys.Timeline) is kept after the minute ends; 0 keeps none.
+	TimelineRetention time.Duration
 }
 
 // DefaultReactionInterval is StoreOptions.ReactionInterval's default: one reaction per person
@@ -123,7 +127,7 @@ func NewStore(rdb redis.UniversalClient, keys rediskeys.Scheme, o StoreOptions) 
 		o.ReactionInterval = DefaultReactionInterval
 	}
 	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, grace: o.IndexGrace,
-		every: o.ReactionInterval, offset: o.ClockOffset}
+		every: o.ReactionInterval, offset: o.ClockOffset, keep: int64(o.TimelineRetention / time.Second)}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis
@@ -357,9 +361,35 @@ func (s *Store) call(post string, changes, reactions []Change, guess int64, unli
 		keys = append(keys, b.Key)
 		args = append(args, b.Interval, b.Burst)
 	}
-	if q > 0 {
-		args = append(args, appendGates(make([]byte, 0, 4*len(gates)), gates))
+	args = append(args, appendGates(make([]byte, 0, 4*len(gates)), gates))
+	if s.keep > 0 {
+		keys, args = s.timeline(post, reactions, keys, args)
 	}
+	return keys, args
+}
+
+// timeline appends the current minute's timeline keys and arguments (changeScript): the series of
+// likes and unlikes, and one per kind among reactions. The minute is Redis', as this writer's
+// clock and the measured offset tell it.
+func (s *Store) timeline(post string, reactions []Change, keys []string, args []any) ([]string, []any) {
+	now := time.Now()
+	if s.offset != nil {
+		now = now.Add(s.offset())
+	}
+	minute := now.Unix() / 60
+	keys = append(keys, s.keys.Timeline(post, rediskeys.TimelineLikes, minute), s.keys.Timeline(post, rediskeys.TimelineUnlikes, minute))
+	args = append(args, minute*60, (minute+1)*60+s.keep)
+	at := len(args)
+	args = append(args, 0)
+	var kinds []string
+	for _, c := range reactions {
+		if !slices.Contains(kinds, c.Kind) {
+			kinds = append(kinds, c.Kind)
+			keys = append(keys, s.keys.Timeline(post, c.Kind, minute))
+			args = append(args, c.Kind)
+		}
+	}
+	args[at] = len(kinds)
 	return keys, args
 }
 
