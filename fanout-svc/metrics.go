@@ -1,6 +1,8 @@
 package main
 
 import (
+	"golang.org/x/sys/unix"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -42,6 +44,27 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection or a moved slot.", func() float64 { return float64(rs.Reconnects.Load()) })
 	counter("likes_fanout_slot_reroutes_total", "Redis Cluster slots whose subscriptions moved to another node.", func() float64 { return float64(rs.Reroutes.Load()) })
 	reg.MustRegister(deliveryCollector{d: &hs.Delivery})
+}
+
+// registerConnectionCap exposes the viewers this node can hold, so LikesNodeNearConnectionCap
+// divides by the node's real figure rather than guessing it from process_max_fds: MAX_CONNS,
+// or the open-file limit minus fdHeadroom when that is lower (past it accept() fails with EMFILE
+// before the handler's 503 would).
+func registerConnectionCap(reg *prometheus.Registry, maxConns int) {
+	limit := connectionCap(maxConns)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "likes_fanout_connection_cap",
+		Help: "Viewers this node can hold: MAX_CONNS, or the open-file limit minus headroom when lower."},
+		func() float64 { return float64(limit) }))
+}
+
+// connectionCap is min(maxConns, open-file limit minus fdHeadroom); maxConns when the limit is
+// unknown or unlimited.
+func connectionCap(maxConns int) int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+		return maxConns
+	}
+	return min(maxConns, max(int(lim.Cur)-fdHeadroom, 1))
 }
 
 // deliveryDesc describes the node's delivery histogram (hub.Delivery says what it measures).

@@ -114,6 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	reg := prometheus.NewRegistry()
 	registerMetrics(reg, h, rel, streams)
+	registerConnectionCap(reg, cfg.Stream.MaxConns)
 	registerWatchingMetrics(reg, h, counter)
 	guard.register(reg)
 	metrics := serve.NewRequestMetrics(reg, "likes_fanout")
