@@ -29,8 +29,10 @@
 # plain `docker compose up --build --wait` works here. scripts/offline-env.sh adds the variables
 # above and, when docker-compose.yml's default open-file limits are more than this engine grants
 # a container (asked of the engine: `ulimit -Hn` in a container), NOFILE, HAPROXY_NOFILE and
-# HAPROXY_MAXCONN that fit. It only adds variables .env does not set: a user's values, comments
-# and order stay as they are.
+# HAPROXY_MAXCONN that fit. It writes them in a marked block of its own at the end of .env and
+# rewrites only that block on every run, so a Go or Debian upgrade refreshes the stand-in tags;
+# a variable set outside the block is the user's, wins, and is never written in it. The user's
+# values, comments and order stay as they are.
 #
 # It also installs what the Dockerfile's BuildKit features need when the machine lacks them
 # (Debian 12 ships Engine 20.10 with Compose 1.29 only): the Compose v2 CLI plugin and buildx,

@@ -6,13 +6,19 @@
 #
 #   scripts/offline-env.sh [--nofile-cap N] IMAGES_ENV DOTENV
 #
-# Every KEY=VALUE line of IMAGES_ENV whose KEY DOTENV does not set yet is appended to DOTENV.
-# With --nofile-cap N (the hard open-file limit a container gets from the engine; "unlimited"
-# or empty: none), NOFILE, HAPROXY_NOFILE and HAPROXY_MAXCONN are appended too when DOTENV does
-# not set them and docker-compose.yml's defaults (65536, 200200, 100000) would not fit under N:
-# each limit becomes N, and HAPROXY_MAXCONN the most that fits, (HAPROXY_NOFILE - 200) / 2.
-# Lines already in DOTENV (values, comments, blank lines, their order) are kept as they are; a
-# second run adds nothing. DOTENV is created when missing.
+# The script owns one block at the end of DOTENV, between the marker lines BEGIN_MARK and
+# END_MARK below, and rewrites it on every run; every other line is the user's. The block holds
+# every KEY=VALUE line of IMAGES_ENV whose KEY the user's lines do not set. With --nofile-cap N
+# (the hard open-file limit a container gets from the engine; "unlimited" or empty: none), it
+# holds NOFILE, HAPROXY_NOFILE and HAPROXY_MAXCONN too when the user's lines do not set them and
+# docker-compose.yml's defaults (65536, 200200, 100000) would not fit under N: each limit
+# becomes N, and HAPROXY_MAXCONN the most that fits, (HAPROXY_NOFILE - 200) / 2. So a run after a
+# Go or Debian upgrade replaces the stand-in tags an earlier run wrote, while a value the user
+# set (outside the block) always wins and is never added again. The user's lines (values,
+# comments, blank lines, their order) are kept as they are; a second run changes nothing. The
+# unmarked block earlier versions appended (from their "# Added by `make images-offline`" line
+# to the next blank line or the end) counts as the script's and is replaced. DOTENV is created
+# when missing.
 set -euo pipefail
 
 DEFAULT_NOFILE=65536
@@ -27,6 +33,10 @@ die() {
   exit 2
 }
 usage() { die "usage: $0 [--nofile-cap N] IMAGES_ENV DOTENV"; }
+
+BEGIN_MARK='# >>> make images-offline (scripts/offline-env.sh) rewrites the lines from here to the end mark'
+END_MARK='# <<< make images-offline'
+LEGACY_MARK='# Added by `make images-offline`'
 
 cap=
 while (($#)); do
@@ -47,13 +57,27 @@ images=$1 dotenv=$2
 [[ $cap == unlimited ]] && cap=
 [[ -z $cap || $cap =~ ^[0-9]+$ ]] || die "--nofile-cap $cap: want a number of files"
 
-# key_line KEY prints the last line of DOTENV that sets KEY (`KEY=...` or `export KEY=...`).
+# The user's lines: DOTENV without the block this script wrote (marked, or the unmarked one of
+# earlier versions).
+user=$(mktemp)
+trap 'rm -f "$user" "$user.new"' EXIT
+if [[ -f $dotenv ]]; then
+  awk -v begin="$BEGIN_MARK" -v end="$END_MARK" -v legacy="$LEGACY_MARK" '
+    skip == 1 { if ($0 == end) skip = 0; next }
+    skip == 2 && /^[[:space:]]*$/ { skip = 0 }
+    skip == 2 { next }
+    $0 == begin { skip = 1; next }
+    index($0, legacy) == 1 { skip = 2; next }
+    { print }' "$dotenv" >"$user"
+fi
+
+# key_line KEY prints the last of the user's lines that sets KEY (`KEY=...` or `export KEY=...`).
 key_line() {
-  [[ -f $dotenv ]] || return 1
-  grep -E "^[[:space:]]*(export[[:space:]]+)?$1[[:space:]]*=" "$dotenv" | tail -1 | grep .
+  grep -E "^[[:space:]]*(export[[:space:]]+)?$1[[:space:]]*=" "$user" | tail -1 | grep .
 }
 
-# value_of KEY prints KEY's value in DOTENV, quotes removed; status 1 when DOTENV does not set it.
+# value_of KEY prints KEY's value in the user's lines, quotes removed; status 1 when they do not
+# set it.
 value_of() {
   local line
   line=$(key_line "$1") || return 1
@@ -110,22 +134,25 @@ if [[ -n $cap ]]; then
   fi
 fi
 
-if ((${#added[@]} == 0)); then
-  say "$dotenv already sets every variable; unchanged"
+{
+  cat "$user"
+  if ((${#added[@]})); then
+    echo "$BEGIN_MARK"
+    echo "# Refreshed on every run: local stand-ins for the base images"
+    [[ -z $cap ]] || echo "# and open-file limits within the $cap this engine grants a container."
+    echo "# To keep a value of your own, set it outside this block: a variable set outside"
+    echo "# it is never written here."
+    printf '%s\n' "${added[@]}"
+    echo "$END_MARK"
+  fi
+} >"$user.new"
+if [[ -f $dotenv ]] && cmp -s "$user.new" "$dotenv"; then
+  say "$dotenv unchanged"
   exit 0
 fi
-{
-  # Never glue the first new line onto a last line without a newline.
-  if [[ -s $dotenv && $(tail -c1 "$dotenv" | od -An -c | tr -d ' ') != '\n' ]]; then
-    echo
-  fi
-  echo "# Added by \`make images-offline\` (scripts/offline-env.sh): local stand-ins for the base"
-  if [[ -n $cap ]]; then
-    echo "# images, and open-file limits within the $cap this engine grants a container."
-  else
-    echo "# images."
-  fi
-  echo "# Edit or delete freely: a later run only adds variables that are not set here."
-  printf '%s\n' "${added[@]}"
-} >>"$dotenv"
-say "added to $dotenv: ${added[*]}"
+if [[ ! -f $dotenv && ! -s $user.new ]]; then
+  exit 0
+fi
+# Written in place, so the file keeps its owner and mode.
+cat "$user.new" >"$dotenv"
+say "wrote to $dotenv: ${added[*]:-nothing}"
