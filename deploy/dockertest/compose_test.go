@@ -243,10 +243,14 @@ func (s *stack) busiest(t *testing.T) (node, int) {
 
 // stepKill: `docker kill` of a node holding viewers: they reconnect through haproxy and show
 // the right count within 5 s. The engine records docker kill as a manual stop and restarts
-// nothing, so the scale command brings the node back. Then a crash (the node's process killed
+// nothing, so the scale command brings the node back; before it does, Prometheus must report
+// LikesNodeDown firing, not just pending, for the node that stays dead. Then a crash (the node's process killed
 // from outside, as the OOM killer would): the same within 5 s, and the engine restarts it
 // (restart: unless-stopped).
 func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
+	// LikesNodeDown counts a job's replicas against the most it held for two minutes in the last
+	// hour: Prometheus must know the four before one goes.
+	s.awaitQuery(t, `job:likes_replicas_up:max1h{job="fanout-svc"} >= 4`, 3*time.Minute)
 	victim, held := s.busiest(t)
 	s.mustDocker("kill", victim.name)
 	killed := time.Now()
@@ -256,8 +260,11 @@ func stepKill(t *testing.T, s *stack, c *crowd, got *figures) {
 	if st := s.inspect(victim.name); st.Running {
 		t.Errorf("%s runs again after docker kill; the engine was expected to leave it stopped", victim.name)
 	}
-	a := s.awaitAlert(t, "LikesNodeDown", 20*time.Second, victim.instance())
-	got.add(t, "prometheus: %v, active %v after the kill", a, a.ActiveAt.Sub(killed).Round(100*time.Millisecond))
+	// The killed node leaves Compose's DNS and so discovery: the alert names the job, one replica
+	// short, and must still hold when its `for:` (two minutes) is up.
+	a := s.awaitAlertFiring(t, "LikesNodeDown", 3*time.Minute, "job=fanout-svc")
+	got.add(t, "prometheus: %v, pending %v after the kill, firing %v after it", a,
+		a.ActiveAt.Sub(killed).Round(100*time.Millisecond), time.Since(killed).Round(100*time.Millisecond))
 	start := time.Now()
 	s.mustCompose(5*time.Minute, strings.Fields(fmt.Sprintf(scaleCommand, 4))...)
 	s.awaitHealthy("fanout-svc", 4, time.Minute)

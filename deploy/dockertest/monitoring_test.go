@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,19 @@ func (s *stack) alerts() ([]alert, error) {
 // production) decides only when it fires.
 func (s *stack) awaitAlert(t *testing.T, name string, within time.Duration, match ...string) alert {
 	t.Helper()
+	return s.awaitAlertState(t, name, "", within, match...)
+}
+
+// awaitAlertFiring is awaitAlert for an alert that must outlast its `for:`: pending is not
+// enough, the condition has to hold until Prometheus reports it firing.
+func (s *stack) awaitAlertFiring(t *testing.T, name string, within time.Duration, match ...string) alert {
+	t.Helper()
+	return s.awaitAlertState(t, name, "firing", within, match...)
+}
+
+// awaitAlertState waits for the alert name with every label of match, in state ("": either).
+func (s *stack) awaitAlertState(t *testing.T, name, state string, within time.Duration, match ...string) alert {
+	t.Helper()
 	var found alert
 	poll.Check(t, within, func() error {
 		active, err := s.alerts()
@@ -66,15 +80,47 @@ func (s *stack) awaitAlert(t *testing.T, name string, within time.Duration, matc
 			return err
 		}
 		for _, a := range active {
-			if a.Labels["alertname"] == name && a.matches(match) {
+			if a.Labels["alertname"] == name && a.matches(match) && (state == "" || a.State == state) {
 				found = a
 				return nil
 			}
 		}
-		return fmt.Errorf("Prometheus to report alert %s %v pending or firing (active: %v)", name, match, active)
+		want := state
+		if want == "" {
+			want = "pending or firing"
+		}
+		return fmt.Errorf("Prometheus to report alert %s %v %s (active: %v)", name, match, want, active)
 	})
 	t.Logf("prometheus: %v, active since %s", found, found.ActiveAt.Format("15:04:05.000"))
 	return found
+}
+
+// awaitQuery waits until the instant query expr returns at least one sample (a comparison that
+// holds, such as `job:likes_replicas_up:max1h{job="fanout-svc"} >= 4`).
+func (s *stack) awaitQuery(t *testing.T, expr string, within time.Duration) {
+	t.Helper()
+	poll.Check(t, within, func() error {
+		resp, err := http.Get(s.prom + "/api/v1/query?query=" + url.QueryEscape(expr))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Data struct {
+				Result []json.RawMessage `json:"result"`
+			} `json:"data"`
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /api/v1/query %s: status %d", expr, resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return fmt.Errorf("GET /api/v1/query %s: %w", expr, err)
+		}
+		if len(body.Data.Result) == 0 {
+			return fmt.Errorf("Prometheus to answer %s with a sample", expr)
+		}
+		return nil
+	})
 }
 
 // matches reports whether the alert has every label=value of match.
