@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -142,32 +143,154 @@ func stepEvict(t *testing.T, got *figures) {
 		admitted.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 }
 
-// stepKill deletes the fanout Pod that holds the most viewers, at once (no grace, no drain):
-// its viewers reconnect through the Service to the others, and every viewer shows a like sent
-// right after the kill.
+// stepKill deletes the fanout Pod that holds the most viewers, at once (no grace, no drain),
+// and proves its viewers moved before it sends a like: each viewer is placed on its Pod as it
+// connects (the one Pod whose own count of viewers, read at its Pod IP, went up by one), the
+// victim's viewers are seen from the client side to lose their stream and connect again, and the
+// Pods still there (the others and the replacement) then hold all 40. Only then goes the like,
+// and every viewer must show it: a like sent while the killed Pod's container may still run
+// could reach its viewers from that Pod, and prove nothing about the move.
 func stepKill(t *testing.T, d deployment, got *figures) {
-	const post = "kube-kill"
-	viewers := audience(t, d, post, 40)
+	const (
+		post = "kube-kill"
+		n    = 40
+	)
+	fanout := awaitFanout(t, 4, time.Minute)
+	viewers, on := placedAudience(t, d, post, n, fanout)
 	defer closeAll(viewers)
-	var victim pod
-	most := -1.0
-	for _, p := range awaitFanout(t, 4, time.Minute) {
-		if n, err := viewersOn(p); err == nil && n > most {
-			victim, most = p, n
+	held := map[string]int{}
+	for _, name := range on {
+		held[name]++
+	}
+	victim := fanout[0]
+	for _, p := range fanout {
+		if held[p.Metadata.Name] > held[victim.Metadata.Name] {
+			victim = p
 		}
+	}
+	var moving []*clienttest.Viewer
+	for i, v := range viewers {
+		if on[i] == victim.Metadata.Name {
+			moving = append(moving, v)
+		}
+	}
+	if len(moving) == 0 {
+		t.Fatalf("no viewer on any fanout Pod: %v", held)
+	}
+	before := make([]int, len(viewers))
+	for i, v := range viewers {
+		_, _, before[i] = v.Stats()
 	}
 	s := session(t, d) // before the kill, so that the time measured is the viewers' alone
 	start := time.Now()
 	mustKubectl(t, time.Minute, "-n", namespace, "delete", "pod", victim.Metadata.Name, "--grace-period=0", "--force")
-	if code, _, err := clienttest.TryLikeAs(d.writer, post, s); err != nil || code != 200 {
-		t.Fatalf("like after the kill: %d %v", code, err)
+
+	await(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("the %d viewers of %s to connect again", len(moving), victim.Metadata.Name), func() error {
+		for i, v := range viewers {
+			if _, _, c := v.Stats(); on[i] == victim.Metadata.Name && (c <= before[i] || !v.Connected()) {
+				return fmt.Errorf("viewer %d: %d connects (%d before the kill), connected %v", i, c, before[i], v.Connected())
+			}
+		}
+		return nil
+	})
+	reconnected := time.Since(start)
+	var elsewhere map[string]float64
+	await(t, 30*time.Second, 250*time.Millisecond, fmt.Sprintf("the Pods other than %s to hold all %d viewers", victim.Metadata.Name, n), func() error {
+		elsewhere = map[string]float64{}
+		total := 0.0
+		for _, p := range pods(t, "fanout-svc") {
+			if p.Metadata.Name == victim.Metadata.Name || p.Status.PodIP == "" || p.Metadata.DeletionTimestamp != nil {
+				continue
+			}
+			if c, err := viewersOn(p); err == nil {
+				elsewhere[p.Metadata.Name] = c
+				total += c
+			}
+		}
+		if total != n {
+			return fmt.Errorf("%v viewers on the Pods still there (%v); want %d", total, elsewhere, n)
+		}
+		return nil
+	})
+	stayed := 0
+	for i, v := range viewers {
+		if _, _, c := v.Stats(); on[i] != victim.Metadata.Name && c == before[i] {
+			stayed++
+		}
 	}
+	moved := time.Since(start)
+
+	if code, _, err := clienttest.TryLikeAs(d.writer, post, s); err != nil || code != 200 {
+		t.Fatalf("like after the viewers moved: %d %v", code, err)
+	}
+	liked := time.Now()
 	want := clienttest.CountOf(t, d.writer, post)
-	clienttest.WaitCount(t, 30*time.Second, post, want, viewers...)
-	converged := time.Since(start)
+	clienttest.WaitCount(t, 10*time.Second, post, want, viewers...)
+	delivered := time.Since(liked)
 	awaitFanout(t, 4, 3*time.Minute)
-	got.add(t, "kill: Pod %s with %.0f viewers deleted with --grace-period=0 --force; every viewer on the like sent after it %v later; 4 Pods Ready again %v after the kill",
-		victim.Metadata.Name, most, converged.Round(time.Millisecond), time.Since(start).Round(time.Second))
+	got.add(t, "kill: Pod %s with %d of %d viewers deleted with --grace-period=0 --force; all %d connected again %v later, the Pods still there holding all %d at %v (%v; %d of the other %d viewers kept their stream); a like sent then on every viewer %v after it; 4 Pods Ready again %v after the kill",
+		victim.Metadata.Name, len(moving), n, len(moving), reconnected.Round(time.Millisecond), n, moved.Round(time.Millisecond), elsewhere,
+		stayed, n-len(moving), delivered.Round(time.Millisecond), time.Since(start).Round(time.Second))
+}
+
+// placedAudience connects n viewers of post through the fanout Service one at a time and returns
+// them with the name of the Pod each landed on: the one Pod of fanout whose own viewer count
+// went up by one when it connected (read at each Pod's IP, as nothing in the stream names its
+// node). The step's earlier viewers must be gone: it waits for the Pods to hold none first.
+func placedAudience(t *testing.T, d deployment, post string, n int, fanout []pod) ([]*clienttest.Viewer, []string) {
+	t.Helper()
+	counts := func() (map[string]float64, error) {
+		c := map[string]float64{}
+		for _, p := range fanout {
+			v, err := viewersOn(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.Metadata.Name, err)
+			}
+			c[p.Metadata.Name] = v
+		}
+		return c, nil
+	}
+	var last map[string]float64
+	await(t, 30*time.Second, 250*time.Millisecond, "the fanout Pods to hold no viewers", func() (err error) {
+		if last, err = counts(); err != nil {
+			return err
+		}
+		for name, c := range last {
+			if c != 0 {
+				return fmt.Errorf("%s holds %v viewers", name, c)
+			}
+		}
+		return nil
+	})
+	viewers := make([]*clienttest.Viewer, n)
+	on := make([]string, n)
+	for i := range viewers {
+		viewers[i] = clienttest.Watch(t, d.fanout+"/sse/"+post)
+		await(t, 30*time.Second, 20*time.Millisecond, fmt.Sprintf("viewer %d to land on one Pod", i), func() error {
+			if !viewers[i].Connected() {
+				return errors.New("not connected")
+			}
+			now, err := counts()
+			if err != nil {
+				return err
+			}
+			var up []string
+			for name, c := range now {
+				switch {
+				case c == last[name]+1:
+					up = append(up, name)
+				case c != last[name]:
+					return fmt.Errorf("%s went from %v to %v viewers", name, last[name], c)
+				}
+			}
+			if len(up) != 1 {
+				return fmt.Errorf("Pods up by one: %v (before %v, now %v)", up, last, now)
+			}
+			on[i], last = up[0], now
+			return nil
+		})
+	}
+	return viewers, on
 }
 
 // stepRedisRestart deletes every Redis data Pod at once, as a node reboot or an operator's
