@@ -36,13 +36,15 @@ $(GOLANGCI_LINT):
 # test: vet, lint, the race-enabled suite (real redis-server, real sockets, real browser), then a brief
 # run of every fuzz target. The e2e package runs alone, after the others: its latency and
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
-# make them measure the neighbour. The Docker suite (deploy/dockertest: docker-compose.yml on a
+# make them measure the neighbour. The partition suite (deploy/partitiontest: each fault once,
+# network cuts, pauses and kills, under 5 minutes; root) runs alone after it, for its timings. The Docker suite (deploy/dockertest: docker-compose.yml on a
 # real engine, after `make images-offline` where no registry is reachable) runs alone too, then
 # the Kubernetes suite (deploy/kubetest: deploy/kube applied to the cluster of `make kube-offline`,
 # which it starts and stops), after it: each needs the machine to itself.
 test: vet lint rules js-test
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$' -e '/deploy/kubetest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
+	LIKES_NEMESIS=1 $(GO) test -race -count=1 -timeout 10m ./deploy/partitiontest
 	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
 	$(GO) test -race -count=1 -timeout 60m ./deploy/kubetest
 	$(MAKE) fuzz

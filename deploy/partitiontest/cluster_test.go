@@ -45,6 +45,7 @@ type cluster struct {
 	writer    *netnstest.Host
 	client    likehistory.Client
 	dir       string
+	procs     map[*netnstest.Host]*proc // the one process of each host
 }
 
 var (
@@ -76,7 +77,7 @@ func startCluster(t *testing.T, binDir string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, net: netnstest.New(t), dir: t.TempDir()}
+	c := &cluster{t: t, net: netnstest.New(t), dir: t.TempDir(), procs: map[*netnstest.Host]*proc{}}
 	for i := range c.data {
 		c.data[i] = c.net.Host(fmt.Sprintf("redis-%d", i))
 	}
@@ -87,11 +88,12 @@ func startCluster(t *testing.T, binDir string) *cluster {
 	primary := c.data[0].Addr.String()
 	for i, h := range c.data {
 		dir := filepath.Join(c.dir, h.Name)
-		args := append([]string{"--port", "6379", "--dir", dir, "--replica-announce-ip", h.Addr.String()}, nodeArgs...)
+		c.mountDisk(dir)
+		of := ""
 		if i > 0 {
-			args = append(args, "--replicaof", primary, "6379")
+			of = primary
 		}
-		c.start(h, dir, nil, "redis-server", args...)
+		c.start(h, dir, nil, "redis-server", dataArgs(h, dir, of)...)
 	}
 	poll.Check(t, 20*time.Second, func() error { return c.linked(c.data[0]) })
 	var addrs []string
@@ -121,31 +123,21 @@ func startCluster(t *testing.T, binDir string) *cluster {
 	return c
 }
 
-// start runs name in h until the test ends; its output goes to a log file in dir, which the
-// test prints when it fails.
+// start runs name in h until the test ends; its output goes to a log file beside dir, which the
+// test prints when it fails (logPath). The process is kept as h's, so that a nemesis can pause, kill and
+// restart it (process.go).
 func (c *cluster) start(h *netnstest.Host, dir string, env []string, name string, args ...string) {
 	c.t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cmd := h.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start %s in %s: %v", name, h.Name, err)
-	}
-	// ip netns exec execs name in place: the process is cmd's own.
+	p := &proc{host: h, dir: dir, env: env, name: name, args: args}
+	c.procs[h] = p
+	c.launch(p)
 	c.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = f.Close()
+		p.kill()
 		if c.t.Failed() {
-			if out, err := os.ReadFile(logPath); err == nil {
+			if out, err := os.ReadFile(logPath(dir)); err == nil {
 				c.t.Logf("%s (%s) log, last lines:\n%s", h.Name, name, tail(string(out), 15))
 			}
 		}

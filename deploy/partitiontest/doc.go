@@ -4,7 +4,13 @@
 // recorded history with likehistory: a freeze or a kill of a process cannot show what a
 // partitioned primary does, which is to go on answering whoever is still on its side.
 //
-// Its tests need root, iproute2, iptables and redis-server, and run only with LIKES_NEMESIS=1.
-// Faults found to lose acknowledged likes are skipped unless LIKES_NEMESIS_KNOWN=1
-// (scripts/nemesis.sh).
+// The nemesis also freezes (SIGSTOP) and kills (SIGKILL, then a restart) any one process, and
+// fills a data node's disk (its directory is a tmpfs of its own). TestPartitions runs each fault
+// once (`make test`); TestRandomSchedule runs a seeded random sequence of them on one cluster for
+// LIKES_NEMESIS_MINUTES (scripts/nemesis.sh MINUTES SEED).
+//
+// Its tests need root, iproute2, iptables, mount and redis-server, and run only with
+// LIKES_NEMESIS=1. The faults whose history is known not to be linearizable run too: for them
+// the test asserts that no acknowledged like is lost and no refused like applied, and logs the
+// checker's verdict instead of failing on it.
 package partitiontest
