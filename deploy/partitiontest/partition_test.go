@@ -90,7 +90,7 @@ var scenarios = []scenario{
 		cut:  func(c *cluster, p *netnstest.Host, _ []*netnstest.Host) { c.fillDisk(p) },
 		heal: func(c *cluster, p *netnstest.Host, _ []*netnstest.Host) { c.freeDisk(p) }},
 	{name: "disk-full-replica", row: "a replica's disk full (it exits), then space back and restarted",
-		cut:  func(c *cluster, _ *netnstest.Host, r []*netnstest.Host) { c.fillDisk(r[0]) },
+		cut: func(c *cluster, _ *netnstest.Host, r []*netnstest.Host) { c.fillDisk(r[0]) },
 		heal: func(c *cluster, _ *netnstest.Host, r []*netnstest.Host) {
 			// Redis 7.0 panics on a replica that cannot append its primary's stream ("Replica
 			// was unable to write command to disk"): a supervisor starts it again.
