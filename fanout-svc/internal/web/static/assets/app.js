@@ -1,6 +1,7 @@
 // The likes live page: the configured posts, each with a <like-button>, a <reaction-bar> and
 // "watching now", or in talk mode (?mode=talk) one post as a presenter's screen with a big
-// reaction bar whose emoji float up live. It is built on likes-elements.js, the custom elements
+// reaction bar whose emoji float up live, or after the talk (?mode=after) that post's likes and
+// reactions over time, from the writer's timeline (GET /posts/{id}/timeline), with its peaks. It is built on likes-elements.js, the custom elements
 // this node serves to any site, and renders only what the library reports; the liked state comes
 // from the writer (GET /likes), never from storage.
 
@@ -10,7 +11,8 @@ const NOTICE_MS = 6000;
 const numbers = new Intl.NumberFormat(document.documentElement.lang || navigator.language);
 const config = readConfig();
 const params = new URLSearchParams(location.search);
-const talk = params.get("mode") === "talk";
+const mode = ["talk", "after"].includes(params.get("mode")) ? params.get("mode") : "feed";
+const talk = mode === "talk";
 const storage = openStorage();
 const views = new Map(); // post id -> its "watching" elements
 let talkView = null; // talk mode's post and its numbers
@@ -125,6 +127,72 @@ function renderTalk() {
   talkView = { id, total: document.getElementById("talk-total"), unit: document.getElementById("talk-unit"), watching: document.getElementById("talk-watching") };
 }
 
+// renderAfter charts one post's timeline, ?post= or the first, over ?from= to ?to= (unix seconds
+// or RFC 3339; default the last hour): a column per step, likes and each kind stacked, and the
+// busiest steps listed. It reads once; reload for newer seconds.
+async function renderAfter() {
+  const id = config.posts.includes(params.get("post")) ? params.get("post") : config.posts[0];
+  document.getElementById("after").hidden = false;
+  document.getElementById("posts").hidden = true;
+  document.getElementById("after-title").textContent = postTitle(id);
+  const url = new URL((config.writerURL || location.origin) + "/posts/" + encodeURIComponent(id) + "/timeline");
+  for (const k of ["from", "to", "step"]) if (params.get(k)) url.searchParams.set(k, params.get(k));
+  let tl;
+  try {
+    const res = await fetch(url);
+    tl = await res.json();
+    if (!res.ok) throw new Error(tl.error || "HTTP " + res.status);
+  } catch (err) {
+    showNotice("Could not read the timeline: " + err.message + ".", true);
+    return;
+  }
+  const csv = new URL(url);
+  csv.searchParams.set("format", "csv");
+  document.getElementById("after-csv").href = csv.href;
+  const series = [["likes", "likes"], ...kinds().map((k) => [k, k])].filter(([key]) => tl.series[key]);
+  const steps = tl.series.likes.length;
+  const totals = Array.from({ length: steps }, (_, i) => series.reduce((a, [key]) => a + tl.series[key][i], 0));
+  const total = totals.reduce((a, b) => a + b, 0);
+  const peak = Math.max(1, ...totals);
+  const chart = document.getElementById("after-chart");
+  const svg = "http://www.w3.org/2000/svg";
+  const w = 960 / steps;
+  series.forEach(([key], s) => {
+    for (let i = 0; i < steps; i++) {
+      const v = tl.series[key][i];
+      if (!v) continue;
+      const below = series.slice(0, s).reduce((a, [k]) => a + tl.series[k][i], 0);
+      const rect = document.createElementNS(svg, "rect");
+      rect.setAttribute("x", String(i * w));
+      rect.setAttribute("width", String(Math.max(w - 1, 1)));
+      rect.setAttribute("y", String(320 - ((below + v) / peak) * 300));
+      rect.setAttribute("height", String((v / peak) * 300));
+      rect.setAttribute("class", "after-bar");
+      rect.style.setProperty("--hue", String(s === 0 ? 350 : hue(key)));
+      chart.append(rect);
+    }
+  });
+  const legend = document.getElementById("after-legend");
+  for (const [key, label] of series) {
+    const item = document.createElement("span");
+    item.className = "after-key";
+    item.style.setProperty("--hue", String(key === "likes" ? 350 : hue(key)));
+    item.textContent = label + " " + numbers.format(tl.series[key].reduce((a, b) => a + b, 0));
+    legend.append(item);
+  }
+  const time = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const peaks = document.getElementById("after-peaks");
+  for (const p of tl.peaks) {
+    const li = document.createElement("li");
+    li.textContent = time.format(new Date(p.t * 1000)) + ": " + numbers.format(p.likes) + " likes, " + numbers.format(p.reactions) + " reactions";
+    peaks.append(li);
+  }
+  document.getElementById("after-span").textContent = time.format(new Date(tl.from * 1000)) + "–" + time.format(new Date(tl.to * 1000));
+  const shown = document.getElementById("after-total");
+  shown.textContent = numbers.format(total);
+  shown.dataset.total = String(total);
+}
+
 // kinds are the reactions the page offers: REACTION_KINDS as the node was configured.
 function kinds() {
   return config.reactions || ["heart", "clap", "laugh", "wow", "fire"];
@@ -235,8 +303,8 @@ function identityChanged() {
 
 function start() {
   document.getElementById("writer").textContent = config.writerURL || location.origin;
-  document.body.dataset.mode = talk ? "talk" : "feed";
-  document.getElementById(talk ? "mode-talk" : "mode-feed").setAttribute("aria-current", "page");
+  document.body.dataset.mode = mode;
+  document.getElementById("mode-" + mode).setAttribute("aria-current", "page");
   showIdentity();
   if (!config.posts.length) {
     showNotice("No posts are configured (PAGE_POSTS).", true);
@@ -252,6 +320,7 @@ function start() {
   document.addEventListener("likes-connect", (e) => connected(e.detail));
   document.addEventListener("likes-error", (e) => showNotice(describe(e.detail)));
   if (talk) renderTalk();
+  else if (mode === "after") renderAfter();
   else renderPosts();
   wireTokenForm();
 }
