@@ -17,6 +17,7 @@ import (
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
+	"github.com/likes/likes/writer-svc/internal/redisclock"
 	"github.com/likes/likes/writer-svc/internal/session"
 	"github.com/likes/likes/writer-svc/internal/timeline"
 )
@@ -33,6 +34,8 @@ type app struct {
 	handler  http.Handler
 	// stopNames stops the re-resolution of TRUSTED_PROXIES' host names.
 	stopNames func()
+	// stopClock stops the measurement of Redis' clock (redisclock).
+	stopClock func()
 }
 
 // newApp builds the writer from cfg. Anything started in the background (the JWKS refresh, the
@@ -44,10 +47,15 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	}
 	// TRUSTED_PROXIES' host names: resolved now, then again in a goroutine that close stops.
 	a := &app{rdb: rdb, stopNames: cfg.Clients.Start(ctx, log.Named("trusted-proxies"))}
+	// Redis' clock against this writer's: measured now, then again in a goroutine that close
+	// stops. The store sends each batch's cutoff on Redis' clock with it.
+	clock := redisclock.New(rdb, redisclock.Options{MaxUncertainty: cfg.ClockUncertaintyMax})
+	a.stopClock = clock.Start(ctx)
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	a.store = like.NewStore(rdb, keys, like.StoreOptions{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
 		ReactionInterval: cfg.ReactionInterval, TimelineRetention: cfg.TimelineRetention,
+		ClockOffset: clock.Offset,
 	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
@@ -76,6 +84,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		redisMemoryCollector{rdb: rdb})
 	metrics := like.NewMetrics(reg, metricsNamespace)
+	clock.Register(reg, metricsNamespace)
 	a.changes, err = like.NewCoalescer(a.store, like.BatchOptions{
 		Window: cfg.BatchWindow, Size: cfg.BatchSize, Timeout: cfg.RequestTimeout,
 	}, metrics)
@@ -112,7 +121,8 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins, allowedOrigins: cfg.AllowedOrigins,
 		reads: like.NewReader(rdb, keys, cfg.MaxReadPosts), timelines: timelines,
-		sessions: newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
+		sessions:   newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
+		writeGuard: clockGuard(clock.Trusted, time.Second),
 	})
 	return a, nil
 }
@@ -160,6 +170,7 @@ func newSessionHandler(cfg Config, issuer *session.Issuer, rdb redis.UniversalCl
 // the Redis client they use.
 func (a *app) close() error {
 	a.stopNames()
+	a.stopClock()
 	if a.changes != nil {
 		a.changes.Close()
 	}

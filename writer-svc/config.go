@@ -16,6 +16,7 @@ import (
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
+	"github.com/likes/likes/writer-svc/internal/redisclock"
 	"github.com/likes/likes/writer-svc/internal/session"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	UserDataAddrRate  ratelimit.Rate // reads and erasures of user data per client address
 	Auth              AuthConfig
 	Session           SessionConfig
+	// ClockUncertaintyMax is how uncertain the measured offset of Redis' clock may be before writes
+	// get 503 (redisclock.Options.MaxUncertainty).
+	ClockUncertaintyMax time.Duration
 	// Clients tells a request's client from its peer, or from X-Forwarded-For when the peer is
 	// a trusted proxy (TRUSTED_PROXIES), for per-address limits.
 	Clients clientip.Resolver
@@ -172,6 +176,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Int(&c.MaxReadPosts, "max-read-posts", "MAX_POSTS_PER_READ", 100, "posts one GET /likes or /counts may name")
 	set.Duration(&c.BatchWindow, "batch-window", "BATCH_WINDOW", 0, "how long a post's next batch of likes may wait to fill after the call for that post returns (0: it leaves at once); a like of a quiet post (no call in flight or within this window) never waits; 10ms makes clients that like in step go in full batches")
 	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", like.MaxBatch))
+	set.Duration(&c.ClockUncertaintyMax, "clock-uncertainty-max", "CLOCK_UNCERTAINTY_MAX", redisclock.DefaultMaxUncertainty, "how far off the measured offset of Redis' clock from this writer's may be (half the shortest TIME round trip) before likes, unlikes, reactions and erasures get 503 with Retry-After; so do they while the offset is unmeasured for 15s (Redis unreachable). The default is the like script's 25ms margin, within which a like answered 503 can never be stored later")
 	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
 	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", like.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
@@ -271,6 +276,8 @@ func (c Config) validate() error {
 		return errors.New("batch window must not be negative")
 	case c.BatchSize < 1 || c.BatchSize > like.MaxBatch:
 		return fmt.Errorf("batch size %d must be 1 to %d", c.BatchSize, like.MaxBatch)
+	case c.ClockUncertaintyMax <= 0:
+		return fmt.Errorf("clock uncertainty max %s must be positive", c.ClockUncertaintyMax)
 	case c.AckReplicas < 0:
 		return fmt.Errorf("ack replicas %d must not be negative", c.AckReplicas)
 	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:

@@ -28,6 +28,8 @@ type routerDeps struct {
 	corsOrigins []string
 	// allowedOrigins may change likes and sessions from a browser (originGuard)
 	allowedOrigins []string
+	// writeGuard, when set, wraps the like routes that run the like script (clockGuard)
+	writeGuard func(http.Handler) http.Handler
 }
 
 // maxBody bounds a request's body: the API's are a small JSON object or none.
@@ -56,9 +58,14 @@ func newRouter(d routerDeps) http.Handler {
 	r.MethodNotAllowed(serve.MethodNotAllowed)
 	serve.Health(r, d.ready)
 	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))
-	d.likes.Routes(r)
+	r.Group(func(r chi.Router) {
+		if d.writeGuard != nil {
+			r.Use(d.writeGuard)
+		}
+		d.likes.Routes(r)
+		d.likes.UserRoutes(r, d.reads)
+	})
 	d.likes.ReadRoutes(r, d.reads)
-	d.likes.UserRoutes(r, d.reads)
 	d.timelines.Routes(r)
 	if d.sessions != nil {
 		d.sessions.Routes(r)

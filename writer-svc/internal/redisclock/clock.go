@@ -89,10 +89,6 @@ func New(rdb redis.UniversalClient, o Options) *Clock {
 	return &Clock{rdb: rdb, o: o, now: time.Now}
 }
 
-// Every is how often the clock measures again: how long a writer refusing writes for want of a
-// measurement tells its clients to wait (Retry-After).
-func (c *Clock) Every() time.Duration { return c.o.Every }
-
 // Offset is how far Redis' clock is ahead of the writer's (negative: behind), as last measured;
 // 0 before the first measurement.
 func (c *Clock) Offset() time.Duration {
@@ -199,10 +195,10 @@ func (c *Clock) measureNode(ctx context.Context, node redis.Cmdable) (measuremen
 	return best, nil
 }
 
-// Start measures once (bounded by Every, so a Redis that is down does not hold up the start),
-// then again every Every in a goroutine that stop ends; ctx ending ends it too.
+// Start measures once (for at most a second, so a Redis that is down holds up the start no
+// longer), then again in a goroutine (run) that stop ends; ctx ending ends it too.
 func (c *Clock) Start(ctx context.Context) (stop func()) {
-	first, cancelFirst := context.WithTimeout(ctx, c.o.Every)
+	first, cancelFirst := context.WithTimeout(ctx, min(c.o.Every, time.Second))
 	_ = c.Measure(first) // failure: Trusted says unknown until a measurement succeeds
 	cancelFirst()
 	ctx, cancel := context.WithCancel(ctx)
@@ -217,9 +213,11 @@ func (c *Clock) Start(ctx context.Context) (stop func()) {
 	}
 }
 
-// run measures every Every until ctx ends; each measurement gets at most Every.
+// run measures every Every until ctx ends, and every retryEvery while the offset is not trusted,
+// so that writes resume soon after Redis is back or its round trips are short again. Each
+// measurement gets at most Every.
 func (c *Clock) run(ctx context.Context) {
-	t := time.NewTicker(c.o.Every)
+	t := time.NewTimer(c.next())
 	defer t.Stop()
 	for {
 		select {
@@ -229,6 +227,18 @@ func (c *Clock) run(ctx context.Context) {
 			m, cancel := context.WithTimeout(ctx, c.o.Every)
 			_ = c.Measure(m)
 			cancel()
+			t.Reset(c.next())
 		}
 	}
+}
+
+// retryEvery is how often an untrusted offset is measured again.
+const retryEvery = 250 * time.Millisecond
+
+// next is how long to wait for the next measurement.
+func (c *Clock) next() time.Duration {
+	if c.Trusted() != nil {
+		return min(c.o.Every, retryEvery)
+	}
+	return c.o.Every
 }
