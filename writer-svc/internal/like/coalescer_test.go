@@ -457,12 +457,18 @@ func newCoalescer(t *testing.T, o BatchOptions) (*Coalescer, *redistest.Server, 
 // loaded, closed when the test ends. The Timeout option defaults to 30 s.
 func coalescerOn(t *testing.T, addr string, o BatchOptions) (*Coalescer, *Metrics) {
 	t.Helper()
+	return coalescerWith(t, addr, o, StoreOptions{})
+}
+
+// coalescerWith is coalescerOn with a store of its own options.
+func coalescerWith(t *testing.T, addr string, o BatchOptions, so StoreOptions) (*Coalescer, *Metrics) {
+	t.Helper()
 	rdb, err := redisconn.New(redisconn.Config{URL: "redis://" + addr + "/0", Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	s := NewStore(rdb, keys, StoreOptions{})
+	s := NewStore(rdb, keys, so)
 	if err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

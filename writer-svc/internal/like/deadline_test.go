@@ -53,6 +53,57 @@ func TestAnswered503NeverLandsLater(t *testing.T) {
 	}
 }
 
+// TestAnswered503NeverLandsLaterUnderSkew is TestAnswered503NeverLandsLater with writer A's clock
+// a second ahead of Redis' or behind it (issue 35): A sends the script's cutoff on Redis' clock,
+// corrected by the offset it measured (redisclock measures it against a shifted clock in its own
+// tests), so the call held past A's 503 is still refused. Uncorrected, a writer a second ahead
+// names a cutoff a second late, and the like lands after its 503: the test fails without the
+// correction.
+func TestAnswered503NeverLandsLaterUnderSkew(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		skew      time.Duration
+		corrected bool
+	}{
+		{"writer 1s ahead", time.Second, true},
+		{"writer 1s behind", -time.Second, true},
+		{"writer 1s ahead, uncorrected: the like lands late", time.Second, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			p := startProxy(t, srv.Addr)
+			so := StoreOptions{}
+			if tt.corrected {
+				so.ClockOffset = func() time.Duration { return -tt.skew } // Redis' clock less A's
+			}
+			a, _ := coalescerWith(t, p.Addr, BatchOptions{Size: 16}, so)
+			a.store.skew = tt.skew
+			b, _ := coalescerOn(t, srv.Addr, BatchOptions{Size: 16})
+			ctx := context.Background()
+
+			p.hold()
+			soon, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			answered := make(chan error, 1)
+			go func() { _, err := a.Like(soon, "p", "u"); answered <- err }() // exits when answered
+			poll.Until(t, 5*time.Second, "A's script call held on the wire", func() bool { return p.holds("evalsha") })
+			if err := <-answered; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("like on A while Redis cannot see it: %v; want the deadline (a 503)", err)
+			}
+			if _, err := b.Unlike(ctx, "p", "u"); err != nil {
+				t.Fatalf("unlike on B: %v", err)
+			}
+			calls := srv.ScriptCalls(t)
+			p.unhold()
+			poll.Until(t, 10*time.Second, "A's late call run by Redis", func() bool { return srv.ScriptCalls(t) == calls+1 })
+			landed := srv.Client(t).Exists(ctx, keys.User("p", "u")).Val() == 1
+			if landed != !tt.corrected {
+				t.Errorf("the like answered 503 landed afterwards: %v; want %v", landed, !tt.corrected)
+			}
+		})
+	}
+}
+
 // TestLostReplyAnswersFirstRun cuts the connection after Redis ran a batch and before its reply
 // reached the writer. go-redis sends the call again on a new connection; the second run must
 // answer what the first one did ("liked":true), not what running it again would ("liked":false),

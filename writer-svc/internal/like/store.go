@@ -77,6 +77,7 @@ type Store struct {
 	every   time.Duration // a user's reactions to one post: at most one per every
 	chunks  chunkCache
 	offset  func() time.Duration // Redis' clock less this writer's (StoreOptions.ClockOffset)
+	skew    time.Duration        // tests only: how far this writer's clock runs ahead of the true time
 	keep    int64                // seconds a post's timeline is kept past its minute; 0: no timeline
 }
 
@@ -206,10 +207,10 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 		defer cancel()
 		deadline, _ = ctx.Deadline()
 	}
-	cutoff := deadline.Add(-clockSkew) // on this writer's clock
-	redisCutoff := cutoff              // the same instant on Redis' clock, which the script reads
+	cutoff := deadline.Add(-clockSkew) // when this writer stops waiting (timers run on true time)
+	redisCutoff := cutoff.Add(s.skew)  // the same instant as this writer's clock names it
 	if s.offset != nil {
-		redisCutoff = cutoff.Add(s.offset())
+		redisCutoff = redisCutoff.Add(s.offset()) // and as Redis' clock, which the script reads, does
 	}
 	if s.cluster {
 		if err := s.indexLikes(ctx, post, likes); err != nil {
