@@ -8,7 +8,7 @@
 // its own probe; a like through the writer's Service reaching viewers on every fanout Pod through
 // the fanout Service; fanout-svc scaled to four through its HPA and loadgen's ramp run as a Job
 // over all four; a rolling restart losing no acknowledged like; evictions held to the
-// PodDisruptionBudget; a Pod killed and its viewers converging; every Redis data Pod deleted at
+// PodDisruptionBudget; a Pod killed and its viewers seen to move before the like; every Redis data Pod deleted at
 // once and back on its volume with every acknowledged like.
 //
 // The cluster: TestMain starts it (scripts/kube-offline.sh) when the test runs as root with a
