@@ -37,8 +37,9 @@ $(GOLANGCI_LINT):
 # run of every fuzz target. The e2e package runs alone, after the others: its latency and
 # capacity assertions compare runs on a 2-core machine, and a neighbouring package's tests would
 # make them measure the neighbour. The partition suite (deploy/partitiontest: each fault once,
-# network cuts, pauses and kills, under 5 minutes; root) runs alone after it, for its timings. The Docker suite (deploy/dockertest: docker-compose.yml on a
-# real engine, after `make images-offline` where no registry is reachable) runs alone too, then
+# network cuts, pauses, kills and full disks, under 5 minutes; root) runs alone after it, for its
+# timings; in the first line it skips, without LIKES_NEMESIS. The Docker suite
+# (deploy/dockertest: docker-compose.yml on a real engine, after `make images-offline` where no registry is reachable) runs alone too, then
 # the Kubernetes suite (deploy/kubetest: deploy/kube applied to the cluster of `make kube-offline`,
 # which it starts and stops), after it: each needs the machine to itself.
 test: vet lint rules js-test
