@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/pkg/serve"
 )
 
@@ -103,6 +104,7 @@ func (g *redisGuard) run(ctx context.Context) {
 func (g *redisGuard) refuseWhileLost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.lost.Load() {
+			stream.AllowCrossOrigin(w.Header())
 			serve.Unavailable(w, time.Second, "redis unreachable from this node; try another node")
 			return
 		}

@@ -123,7 +123,7 @@ func writeRefusal(conn net.Conn, no *refusal) {
 	b = strconv.AppendInt(b, int64(no.status), 10)
 	b = append(b, ' ')
 	b = append(b, http.StatusText(no.status)...)
-	b = append(b, "\r\nCache-Control: no-store\r\nContent-Type: application/json\r\n"...)
+	b = append(b, "\r\n"+refusalCORS+"Cache-Control: no-store\r\nContent-Type: application/json\r\n"...)
 	if no.retry > 0 {
 		b = append(b, "Retry-After: "...)
 		b = append(b, no.retryAfter()...)

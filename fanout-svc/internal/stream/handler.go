@@ -74,6 +74,7 @@ func (h *Handler) SetDraining() { h.draining.Store(true) }
 func (h *Handler) Draining() bool { return h.draining.Load() }
 
 func (h *Handler) serveSingle(w http.ResponseWriter, r *http.Request) {
+	AllowCrossOrigin(w.Header())
 	req, err := routedSingle(r)
 	if err != nil {
 		serve.Error(w, http.StatusBadRequest, err.Error())
@@ -83,6 +84,7 @@ func (h *Handler) serveSingle(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveMulti(w http.ResponseWriter, r *http.Request) {
+	AllowCrossOrigin(w.Header())
 	req, err := routedMulti(r, h.cfg.MaxPosts)
 	if err != nil {
 		serve.Error(w, http.StatusBadRequest, err.Error())
