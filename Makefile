@@ -43,7 +43,7 @@ $(GOLANGCI_LINT):
 # the Kubernetes suite (deploy/kubetest: deploy/kube applied to the cluster of `make kube-offline`,
 # which it starts and stops), after it: each needs the machine to itself.
 test: vet lint rules js-test
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$' -e '/deploy/kubetest$$')
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$' -e '/deploy/kubetest$$' -e '/deploy/partitiontest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
 	LIKES_NEMESIS=1 $(GO) test -race -count=1 -timeout 10m ./deploy/partitiontest
 	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
