@@ -797,6 +797,8 @@ class Stream {
     this.lastId = "";
     this.retry = DEFAULT_RETRY_MS;
     this.failures = 0;
+    this.refusals = 0; // nodes that refused in a row: when all have, wait
+    this.hinted = 0; // the longest Retry-After of those refusals, in ms
     this.reshaped = false; // the next connection follows other posts: not a reconnect
     this.abort = null; // aborts the current request
     this.wake = new AbortController(); // cuts a backoff short
@@ -886,11 +888,11 @@ class Stream {
       const resp = await fetch(url, { headers: { Accept: "text/event-stream" }, mode: "cors", credentials: "omit", cache: "no-store", signal: abort.signal });
       if (!resp.ok || !String(resp.headers.get("Content-Type")).startsWith("text/event-stream")) {
         resp.body?.cancel().catch(() => {});
-        this.next++; // a full or draining node: another may take us
-        const hinted = retryAfterMs(resp);
-        return hinted > 0 ? hinted * (1 + Math.random() / 2) : backoffDelay(this.retry, this.failures++);
+        return this.#refused(retryAfterMs(resp));
       }
       this.failures = 0;
+      this.refusals = 0;
+      this.hinted = 0;
       this.connects++;
       this.#setLive(true);
       await this.#read(resp.body, arm);
@@ -901,10 +903,28 @@ class Stream {
         this.next++; // a silent node may be stuck or cut off: try the next one
         return this.retry;
       }
-      return this.live ? this.retry : backoffDelay(this.retry, this.failures++);
+      if (this.live) return this.retry;
+      // No answer: a node that is down, or (to a page on another origin) a refusal without CORS
+      // headers, which fetch reports as the same TypeError. Another node may take us.
+      return this.#refused(0);
     } finally {
       clearTimeout(watchdog);
     }
+  }
+
+  // #refused moves to the next node after a refusal (a full or draining node's 503, a 429) or a
+  // failed request, and returns the wait before it: none while a node of the list has not refused
+  // in this round, else the longest Retry-After the round heard (jittered, so that a refused crowd
+  // does not return together) or, with no hint, the backoff.
+  #refused(hintMs) {
+    this.next++;
+    this.refusals++;
+    this.hinted = Math.max(this.hinted, hintMs);
+    if (this.refusals < this.options.streams.length) return 0;
+    const hinted = this.hinted;
+    this.refusals = 0;
+    this.hinted = 0;
+    return hinted > 0 ? hinted * (1 + Math.random() / 2) : backoffDelay(this.retry, this.failures++);
   }
 
   #setLive(live) {
