@@ -16,6 +16,11 @@ export interface ElementOptions extends Omit<Options, "posts"> {
 
 /** Sets the shared connection's options; reopens it when it is open. */
 export function configure(options?: ElementOptions): void;
+/**
+ * defaultStreams is the fanout node this module was loaded from (https://node/client/...). Bundled
+ * into an app there is none: it throws, and configure({ streams }) must name the fanout URLs.
+ */
+export function defaultStreams(): string;
 
 /** The page's shared Likes, or null while no element has asked for one. */
 export function likes(): Likes | null;

@@ -96,7 +96,7 @@ class Registry {
   }
 
   #open(posts) {
-    const options = settings.options || { streams: new URL("..", import.meta.url).href };
+    const options = settings.options || { streams: defaultStreams() };
     this.likes = connect({ ...options, posts });
     this.likes.addEventListener("update", (e) => {
       for (const view of this.#views.get(e.detail.id) || []) view.render(e.detail);
@@ -153,8 +153,24 @@ function heart() {
   return svg;
 }
 
+// ElementBase is HTMLElement in a browser and a stand-in class during server rendering (node, no
+// DOM), so that importing this module there defines nothing and throws nothing.
+const ElementBase = globalThis.HTMLElement ?? class {};
+
+// defaultStreams is the fanout node this module was loaded from, when it was: a page importing
+// https://node/client/likes-elements.js reads streams from https://node. Bundled into an app,
+// import.meta.url is the app's own bundle, which serves no stream, so there is no default and
+// configure({ streams }) must name the fanout URLs.
+export function defaultStreams() {
+  const url = new URL(import.meta.url);
+  if (!url.pathname.endsWith("/client/likes-elements.js")) {
+    throw new TypeError("likes: the elements were bundled; call configure({ streams: [fanout URLs] }) before the first element connects");
+  }
+  return new URL("..", url).href;
+}
+
 // PostElement is what both elements share: the post attribute, joining and leaving the registry.
-class PostElement extends HTMLElement {
+class PostElement extends ElementBase {
   static observedAttributes = ["post"];
   #post = "";
 
@@ -398,7 +414,7 @@ function adoptStyles() {
   document.adoptedStyleSheets = [sheet, ...document.adoptedStyleSheets];
 }
 
-if (!customElements.get("like-button")) {
+if (globalThis.customElements && !customElements.get("like-button")) {
   adoptStyles();
   customElements.define("like-button", LikeButton);
   customElements.define("reaction-bar", ReactionBar);
