@@ -162,7 +162,7 @@ const ElementBase = globalThis.HTMLElement ?? class {};
 // import.meta.url is the app's own bundle, which serves no stream, so there is no default and
 // configure({ streams }) must name the fanout URLs.
 export function defaultStreams() {
-  const url = new URL(import.meta.url);
+  const url = new URL(import.meta.url || "about:blank"); // none in a CommonJS build
   if (!url.pathname.endsWith("/client/likes-elements.js")) {
     throw new TypeError("likes: the elements were bundled; call configure({ streams: [fanout URLs] }) before the first element connects");
   }
