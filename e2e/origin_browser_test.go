@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"testing"
 	"time"
 
@@ -41,8 +39,8 @@ func TestOtherSiteCannotSpendSessionBudget(t *testing.T) {
 	redis := redistest.Start(t)
 	goodAddr := freeport.Addr(t)
 	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=http://"+goodAddr, "SESSION_RATE=100/1m")
-	good := servePage(t, goodAddr)
-	evil := servePage(t, freeport.Addr(t))
+	good := serveHTML(t, goodAddr, sessionTries)
+	evil := serveHTML(t, freeport.Addr(t), sessionTries)
 
 	browser := browsertest.Start(t)
 	visit := func(page string) string {
@@ -77,24 +75,4 @@ func TestOtherSiteCannotSpendSessionBudget(t *testing.T) {
 	if n := writer.Metric(t, "likes_writer_sessions_issued_total"); n < 1 {
 		t.Errorf("%v sessions issued to the allowed site's page; want at least 1", n)
 	}
-}
-
-// servePage serves sessionTries on addr until the test ends and returns its URL.
-func servePage(t *testing.T, addr string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(sessionTries))
-	})}
-	done := make(chan struct{})
-	go func() { // exits when the cleanup closes the server
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
-	return "http://" + addr
 }

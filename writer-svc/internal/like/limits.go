@@ -21,46 +21,25 @@ import (
 // returns them with two numbers per change, its Limits' buckets (0 for a zero one): the script's
 // buckets and gates (changeScript). Both are nil when no change has a limit.
 func limits(changes []Change) (buckets []ratelimit.Bucket, gates []int) {
-	var index map[string]int // only for a batch of many buckets: most have one or a few
+	var number map[string]int // bucket key -> its number
 	for i, c := range changes {
 		for j, b := range c.Limits {
 			if b.Zero() {
 				continue
 			}
 			if gates == nil {
-				gates = make([]int, 2*len(changes))
+				gates, number = make([]int, 2*len(changes)), make(map[string]int, 2)
 			}
-			gates[2*i+j] = bucketNumber(&buckets, &index, b)
+			k, ok := number[b.Key]
+			if !ok {
+				buckets = append(buckets, b)
+				k = len(buckets)
+				number[b.Key] = k
+			}
+			gates[2*i+j] = k
 		}
 	}
 	return buckets, gates
-}
-
-// bucketNumber returns b's number among buckets, adding it when it is new.
-func bucketNumber(buckets *[]ratelimit.Bucket, index *map[string]int, b ratelimit.Bucket) int {
-	if *index != nil {
-		if k, ok := (*index)[b.Key]; ok {
-			return k
-		}
-	} else {
-		for k, have := range *buckets {
-			if have.Key == b.Key {
-				return k + 1
-			}
-		}
-	}
-	*buckets = append(*buckets, b)
-	k := len(*buckets)
-	if *index == nil && k > 8 {
-		*index = make(map[string]int, 2*k)
-		for n, have := range *buckets {
-			(*index)[have.Key] = n + 1
-		}
-	}
-	if *index != nil {
-		(*index)[b.Key] = k
-	}
-	return k
 }
 
 // appendGates appends gates as the script reads them: numbers separated by spaces.
