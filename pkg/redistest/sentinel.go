@@ -34,12 +34,28 @@ type Sentinel struct {
 // fails (two Sentinels asked for votes at once and split them) is retried twice the failover
 // timeout after it began: 1 s to notice and 4 s to retry leave a second try room within the
 // 10 s that e2e's TestFailover allows, where 3 s (6 s to retry) did not.
+//
+// Two of Sentinel's periods are shortened too (SENTINEL DEBUG), because at Redis's defaults a
+// test failover could promote twice (CI, 2026-12-05: epoch 1 promoted one replica, epoch 2
+// another a second later, and the first, claiming to be a primary, was made a replica only four
+// hello periods, 8 s, later, while min-replicas-to-write refused every like):
+//   - ping-period: a Sentinel that learns of a new primary resets its link and sends the first
+//     PING a full ping period later; at 1 s, equal to down-after, the new primary was called
+//     down before it was asked. At 250 ms it is asked four times before it can be called down.
+//   - publish-period: hellos carry the new configuration to the other Sentinels and a Sentinel
+//     waits four of them before it reconfigures a node that claims the wrong role.
 const (
 	sentinelDownAfter       = "1000" // ms without a valid reply before a Sentinel calls a node down
 	sentinelFailoverTimeout = "2000" // ms a failover may take; a failed one is retried after twice this
 	sentinelQuorum          = "2"    // Sentinels that must agree the primary is down; of 3
 	sentinelCount           = 3
 )
+
+// sentinelDebug are the SENTINEL DEBUG periods, in ms, set on every Sentinel at start.
+var sentinelDebug = []string{
+	"ping-period", "250", // between PINGs to each node (Redis's default 1000)
+	"publish-period", "250", // between hello messages (Redis's default 2000)
+}
 
 // StartSentinel starts a primary, replicas replicas of it and three Sentinels monitoring it under
 // the name "mymaster", and waits until the replicas are in sync and every Sentinel knows the
@@ -76,6 +92,15 @@ func StartSentinel(t testing.TB, replicas int, extra ...string) *Sentinel {
 		}
 	})
 	t.Cleanup(s.logIfFailed)
+	for _, sn := range s.Sentinels {
+		args := []any{"SENTINEL", "DEBUG"}
+		for _, a := range sentinelDebug {
+			args = append(args, a)
+		}
+		if _, err := sn.Do(args...); err != nil {
+			t.Fatalf("sentinel %s: SENTINEL DEBUG %v: %v", sn.Addr, sentinelDebug, err)
+		}
+	}
 	s.WaitHealthy()
 	return s
 }
