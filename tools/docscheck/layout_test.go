@@ -19,7 +19,8 @@ func TestReadmeLayoutIsCurrent(t *testing.T) {
 		t.Fatalf("README.md: %v", err)
 	}
 	if want != readme {
-		t.Errorf("README.md's layout section is stale: run `go run ./tools/doclayout -w`")
+		t.Errorf("README.md's layout section is stale: run `go run ./tools/doclayout -w`; it should gain %q and lose %q",
+			missing(readme, want), missing(want, readme))
 	}
 	for _, dir := range []string{"writer-svc", "fanout-svc/internal/hub", "pkg/update", "tools/docscheck"} {
 		if !strings.Contains(readme, "| `"+dir+"/` |") {
@@ -39,4 +40,19 @@ func TestSummaryIsTheFirstClause(t *testing.T) {
 			t.Errorf("summary(%q) = %q, want %q", doc, got, want)
 		}
 	}
+}
+
+// missing lists the lines of want that have is without.
+func missing(have, want string) []string {
+	seen := make(map[string]bool)
+	for _, l := range strings.Split(have, "\n") {
+		seen[l] = true
+	}
+	var out []string
+	for _, l := range strings.Split(want, "\n") {
+		if !seen[l] {
+			out = append(out, l)
+		}
+	}
+	return out
 }
