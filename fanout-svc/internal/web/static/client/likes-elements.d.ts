@@ -26,11 +26,13 @@ export function defaultStreams(): string;
 export function likes(): Likes | null;
 
 export class LikeButton extends HTMLElement {
-  readonly post: string;
+  /** The post shown; setting it sets the post attribute. */
+  post: string;
 }
 
 export class ReactionBar extends HTMLElement {
-  readonly post: string;
+  /** The post shown; setting it sets the post attribute. */
+  post: string;
 }
 
 declare global {

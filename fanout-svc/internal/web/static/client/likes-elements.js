@@ -178,6 +178,12 @@ class PostElement extends ElementBase {
     return this.#post;
   }
 
+  // Setting post sets the attribute: React 19 and Vue set a custom element's props as properties
+  // when the element has one, so <like-button post={id}> arrives here.
+  set post(id) {
+    this.setAttribute("post", String(id));
+  }
+
   connectedCallback() {
     if (!this.firstElementChild) this.build();
     this.#join(this.getAttribute("post") || "");
