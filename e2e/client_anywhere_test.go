@@ -77,14 +77,20 @@ func holdStream(t *testing.T, url string) {
 // serveHTML serves html at every path of addr until the test ends and returns its URL.
 func serveHTML(t *testing.T, addr, html string) string {
 	t.Helper()
+	return serveAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(html))
+	}))
+}
+
+// serveAt serves h on addr, a page origin of its own, until the test ends and returns its URL.
+func serveAt(t *testing.T, addr string, h http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(html))
-	})}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: h}
 	done := make(chan struct{})
 	go func() { // exits when the cleanup closes the server
 		defer close(done)
