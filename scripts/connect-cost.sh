@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# connect-cost.sh — what a viewer's connect costs a node against the floor (issue 21 §2): the
+# connect-cost.sh — what a viewer's connect costs a node against the floor: the
 # hub's BenchmarkBareConnect (Go's net: accept, read the head, one write, keep the socket) and
 # fanout-svc's BenchmarkConnect (the whole node as run builds it, watching on, a real
 # redis-server, a Known post), alternated RUNS times at each number of viewers already held.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hundredk.sh — a node at 100,000 viewers (issue 21), as an operator sizing one would measure it:
+# hundredk.sh — a node at 100,000 viewers, as an operator sizing one would measure it:
 # NODES (6) fanout-svc processes share CPU 0, since a process here may hold 20,000 open files;
 # redis-server, writer-svc and loadgen (its epoll workers, 15,000 viewers each, from source
 # addresses spread over 127.0.0.0/8) share CPU 1. 10 posts x 10,000 viewers. Each ramp connects
@@ -14,12 +14,12 @@
 # and the watching feature's share of the nodes' CPU (on - off) / on. Holds /tmp/likes-bench.lock
 # throughout (or runs under scripts/alone.sh).
 #
-# TARGETS (issue 21 §3) puts Nchan beside fanout-svc in the same rounds: for each rate, every
+# TARGETS puts Nchan beside fanout-svc in the same rounds: for each rate, every
 # fanout setting, then Nchan (scripts/ramp.sh RAMP_TARGET=nchan: one nginx with NODES workers on
 # CPU 0, its bridge and exporter on CPU 1 with the generator), with the same flags and churn.
 # Nchan has no watching: its rows run once per rate, with watching "-".
 #
-# STORM=1 (issue 21 §2) runs node-loss rounds instead: fanout-svc at watching 2s, RATES' first
+# STORM=1 runs node-loss rounds instead: fanout-svc at watching 2s, RATES' first
 # rate, and KILL_AFTER (2s) into a WINDOW of 10s `kill -9` of the last node (so the stayers'
 # p99 is mostly the storm's); its viewers reconnect at
 # once to the others (loadgen ramp --kill-cmd). CONNS defaults to 96,000 then (16,000 a node):
@@ -199,7 +199,7 @@ for rate in ${RATES//,/ }; do
     done
   done
 done
-# fanout-svc (watching at its default, the first SETTING) against Nchan: issue 21 asks that
+# fanout-svc (watching at its default, the first SETTING) against Nchan: the target is that
 # fanout-svc's CPU per event, p99 and connect cost be at most Nchan's.
 if [[ " $TARGETS " == *" nchan "* && " $TARGETS " == *" fanout "* ]]; then
   first=${SETTINGS%% *}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# idle.sh — what an idle viewer costs a node a second (issue 21 §2): one fanout-svc on CPU 0,
+# idle.sh — what an idle viewer costs a node a second: one fanout-svc on CPU 0,
 # redis-server and `loadgen churn` (VIEWERS streams opened at 1,000 a second and held past the measurement) on
 # CPU 1. It reads the node's CPU over SECONDS with no viewer, then over SECONDS with VIEWERS idle
 # viewers (no like, no churn: their posts' watching numbers stay put), and prints the difference

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# likecost.sh — what a like costs the generator next to what it costs the writer (issue 17): a
+# likecost.sh — what a like costs the generator next to what it costs the writer: a
 # like from loadgen must cost at most half the writer's CPU per like, both measured in the same
 # run. Starts a throwaway redis-server, one writer-svc (and the one fanout-svc node a ramp needs)
 # on 127.0.0.1, then drives the writer twice for the same time at the same concurrency:

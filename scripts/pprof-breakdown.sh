@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pprof-breakdown.sh — splits a writer-svc CPU profile by the component that spent it, for
-# docs/BENCHMARKS.md ("where a like request's CPU goes").
+# docs/BENCHMARKS.md ("Writer CPU per like: where it goes").
 #
 # Usage: scripts/pprof-breakdown.sh BINARY PROFILE
 #

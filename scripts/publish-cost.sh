@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# publish-cost.sh — what a post's subscribers cost the Redis that publishes to them (issue 18:
-# should fanout nodes subscribe on a replica instead of the primary?). One redis-server on CPU 1
+# publish-cost.sh — what a post's subscribers cost the Redis that publishes to them (should
+# fanout nodes subscribe on a replica instead of the primary?). One redis-server on CPU 1
 # with K subscribers (redis-cli, one per fanout node that holds the post) on its channel;
 # redis-benchmark on CPU 0 sends N PUBLISHes of a count update. Prints, per K, Redis's CPU per
 # PUBLISH (INFO cpu, user + sys) and the part each subscriber adds.

@@ -19,8 +19,8 @@
 # LOADGEN_* variable (see `loadgen ramp --help`) or fanout-svc variable (FLUSH_WINDOW,
 # POST_RATE_LIMIT, MAX_CONNS, ...), which are passed through.
 # RAMP_TARGET (fanout): nchan runs Nchan in place of the fanout-svc nodes (docs/BENCHMARKS.md,
-# "Nchan side by side"): one nginx from scripts/nchan/nginx.conf with FANOUT_NODES workers on
-# FANOUT_CPUS (its port is the first node's, +90; the publisher +88, the exporter +87), and on
+# "fanout-svc beside Nchan at 100,000 viewers"): one nginx from scripts/nchan/nginx.conf with
+# FANOUT_NODES workers on FANOUT_CPUS (its port is the first node's, +90; the publisher +88, the exporter +87), and on
 # GEN_CPUS `loadgen nchan-bridge` (the writer's Redis PUBLISHes to Nchan's publisher) and
 # `loadgen procmetrics` (nginx's CPU and memory from /proc, proxied as the node's /metrics).
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scale-bench.sh — issue 17's scale figure, the README's workflow as a benchmark: the compose
+# scale-bench.sh — the scale figure, the README's workflow as a benchmark: the compose
 # stack with each fanout replica limited to FANOUT_CPU_LIMIT, and `loadgen ramp --until-break` at
 # 1, 2 and 4 replicas, ROUNDS times over. It prints each search's capacity and, per replica count,
 # the median capacity and its growth over one replica. Run it alone on the machine (it holds

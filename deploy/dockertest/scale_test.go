@@ -16,11 +16,11 @@ import (
 // the host's other core (generator, writers, Redis, haproxy, the engine) is what fills up at four
 // replicas, and a suite asserting the floor on one run would fail on that noise.
 
-// stepScale: the README's capacity search at one replica and at four, each node limited to
-// FANOUT_CPU_LIMIT (a box of its own): capacity grows with the replicas, each node runs one
-// Go P on its quarter of a CPU, the README's `loadgen compare` of one replica and four names
-// both node counts and their capacities, and the suite's viewers, opened through haproxy, land
-// on every node.
+// stepScale: the capacity search (docs/LOADTESTING.md) at one replica and at four, each node
+// limited to FANOUT_CPU_LIMIT (a box of its own): capacity grows with the replicas, each node
+// runs one Go P on its quarter of a CPU, `loadgen compare` of one replica and four names both
+// node counts and their capacities, and the suite's viewers, opened through haproxy, land on
+// every node.
 func stepScale(t *testing.T, s *stack, c *crowd, got *figures) {
 	s.mustCompose(10*time.Minute, "--profile", "bench", "build", "loadgen")
 	s.checkNodeRuntime(t)
