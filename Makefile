@@ -8,11 +8,14 @@ FUZZTIME ?= 5s
 GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS := .tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# helm, pinned the same way (its v4 module builds here; deploy/helm/helmtest reads HELM_VERSION).
+HELM_VERSION := v4.3.2
+HELM := $(TOOLS)/helm-$(HELM_VERSION)
 # CLIENT is the browser client, likes.js and its elements: the files fanout-svc embeds and serves,
 # and the npm package @likes/client (package.json, likes.d.ts, tests, a typed example).
 CLIENT := fanout-svc/internal/web/static/client
 
-.PHONY: build test test-short fuzz vet lint rules js-test dist run ramp soak images-offline kube-offline kube-down clean
+.PHONY: build test test-short fuzz vet lint rules js-test chart dist run ramp soak images-offline kube-offline kube-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen ./slotmove
@@ -42,13 +45,27 @@ $(GOLANGCI_LINT):
 # (deploy/dockertest: docker-compose.yml on a real engine, after `make images-offline` where no registry is reachable) runs alone too, then
 # the Kubernetes suite (deploy/kubetest: deploy/kube applied to the cluster of `make kube-offline`,
 # which it starts and stops), after it: each needs the machine to itself.
-test: vet lint rules js-test
+test: vet lint rules js-test chart
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/deploy/dockertest$$' -e '/deploy/kubetest$$' -e '/deploy/partitiontest$$')
 	$(GO) test -race -count=1 -timeout 30m ./e2e
 	LIKES_NEMESIS=1 $(GO) test -race -count=1 -timeout 10m ./deploy/partitiontest
 	$(GO) test -race -count=1 -timeout 30m ./deploy/dockertest
 	$(GO) test -race -count=1 -timeout 60m ./deploy/kubetest
 	$(MAKE) fuzz
+
+# chart: the Helm chart deploy/helm/likes, linted strictly with its default values and with every
+# optional part on, then rendered and decoded by deploy/helm/helmtest (the objects of deploy/base,
+# the optional ones, the schema's refusals). The kube suite installs it on a real cluster.
+chart: $(HELM)
+	$(HELM) lint --strict deploy/helm/likes
+	$(HELM) lint --strict deploy/helm/likes -f deploy/helm/helmtest/testdata/all-on.yaml
+	HELM=$(abspath $(HELM)) $(GO) test -race -count=1 ./deploy/helm/helmtest
+
+$(HELM):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS))/install-helm $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(TOOLS)/install-helm/helm $@
+	rmdir $(TOOLS)/install-helm
 
 # rules: the Prometheus configuration, recording rules and alerts of deploy/monitoring (mounted by
 # the Compose monitoring profile, shipped to Kubernetes by deploy/base), checked and unit-tested

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/likes/likes/deploy/helm/helmtest"
 	"github.com/likes/likes/pkg/clienttest"
 )
 
@@ -31,6 +32,7 @@ const (
 	kubeconfig  = "/var/lib/likes-kube/admin.kubeconfig"
 	kubeLogs    = "/var/lib/likes-kube/log"
 	namespace   = "likes"
+	release     = "likes" // the chart's release in namespace
 )
 
 // cluster is what TestMain found or started.
@@ -161,6 +163,25 @@ func kubectl(timeout time.Duration, stdin string, args ...string) (string, error
 		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, tail(string(out), 2000))
 	}
 	return string(out), nil
+}
+
+// mustHelm runs the helm the Makefile pins (built on first use) against the cluster, with the
+// admin kubeconfig, and fails the test on an error.
+func mustHelm(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	bin, err := helmtest.Binary(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Dir = repoRoot
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, tail(string(out), 4000))
+	}
+	return string(out)
 }
 
 // mustKubectl is kubectl that fails the test on an error.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/deploy/helm/helmtest"
 	"github.com/likes/likes/pkg/clienttest"
 	"github.com/likes/likes/pkg/poll"
 )
@@ -27,11 +28,11 @@ type deployment struct {
 	fanout string // fanout-svc's Service
 }
 
-// TestKubeDeploy applies deploy/kube and walks an operator's day on it (see the package doc).
+// TestKubeDeploy installs the chart and walks an operator's day on it (see the package doc).
 func TestKubeDeploy(t *testing.T) {
 	needCluster(t)
 	var got figures
-	d := stepApply(t, &got)
+	d := stepInstall(t, &got)
 	stepLike(t, d)
 	stepScaleAndRamp(t, d, &got)
 	stepHPA(t, &got)
@@ -42,13 +43,15 @@ func TestKubeDeploy(t *testing.T) {
 	t.Logf("figures:\n  %s", strings.Join(got, "\n  "))
 }
 
-// stepApply applies the overlay and waits for every Pod to be Ready through its own probe.
-func stepApply(t *testing.T, got *figures) deployment {
+// stepInstall installs the chart (deploy/helm/likes with this cluster's values) as the release
+// likes and waits for every Pod to be Ready through its own probe.
+func stepInstall(t *testing.T, got *figures) deployment {
 	start := time.Now()
-	// The namespace first: the other objects are namespaced, and a server-side apply of all of
-	// them at once can race the namespace's creation.
+	// The namespace first, with its Pod Security label (a chart installs into a namespace, it
+	// does not make it).
 	mustKubectl(t, time.Minute, "apply", "--server-side", "-f", "deploy/base/namespace.yaml")
-	mustKubectl(t, 2*time.Minute, "apply", "--server-side", "-k", "deploy/kube")
+	mustHelm(t, 5*time.Minute, "upgrade", "--install", release, helmtest.Chart(repoRoot), "--namespace", namespace,
+		"-f", "deploy/helm/values-kube-offline.yaml")
 	// The credentials Job makes the Secret every Redis pod and service mounts; its pod completes
 	// rather than turning Ready, so it is awaited as a Job and left out of the Ready wait.
 	mustKubectl(t, 3*time.Minute, "-n", namespace, "wait", "--for=condition=Complete", "job/likes-credentials", "--timeout=2m")
@@ -57,8 +60,17 @@ func stepApply(t *testing.T, got *figures) deployment {
 	}
 	mustKubectl(t, 3*time.Minute, "-n", namespace, "wait", "--for=condition=Ready", "pod",
 		"-l", "app.kubernetes.io/component!=credentials", "--timeout=2m")
-	got.add(t, "apply: every Pod Ready %v after kubectl apply -k deploy/kube", time.Since(start).Round(time.Second))
-	// Redis's data is on the base's own claims, bound by the cluster's default StorageClass.
+	got.add(t, "install: every Pod Ready %v after helm upgrade --install of deploy/helm/likes", time.Since(start).Round(time.Second))
+	// The objects are the release's: Helm knows it deployed, and labels what it made.
+	if status := mustHelm(t, time.Minute, "status", release, "--namespace", namespace); !strings.Contains(status, "STATUS: deployed") {
+		t.Fatalf("helm status %s:\n%s", release, status)
+	}
+	managed := mustKubectl(t, time.Minute, "-n", namespace, "get", "deploy,sts,svc,pdb,hpa,ingress,networkpolicy,job",
+		"-l", "app.kubernetes.io/instance="+release+",app.kubernetes.io/managed-by=Helm", "-o", "name")
+	if n := len(strings.Fields(managed)); n != 21 {
+		t.Fatalf("%d objects labelled as the release's: %s; want the chart's 21", n, managed)
+	}
+	// Redis's data is on the chart's own claims, bound by the cluster's default StorageClass.
 	claims := mustKubectl(t, time.Minute, "-n", namespace, "get", "pvc", "-l", "app.kubernetes.io/name=redis",
 		"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.phase}/{.spec.storageClassName} {end}`)
 	if want := "data-redis-0=Bound/likes-local data-redis-1=Bound/likes-local data-redis-2=Bound/likes-local"; strings.TrimSpace(claims) != want {

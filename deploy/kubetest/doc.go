@@ -2,7 +2,9 @@
 // operator would: the single-node cluster of `make kube-offline` (scripts/kube-offline.sh:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a kubelet on containerd with
 // the CNI bridge, kube-proxy and CoreDNS, all built or packaged on this machine, no registry),
-// with deploy/kube, the base plus this cluster's overlay, applied by `kubectl apply -k`.
+// with the Helm chart deploy/helm/likes installed by `helm upgrade --install` (the helm the
+// Makefile pins) with this cluster's values, deploy/helm/values-kube-offline.yaml (the changes
+// deploy/kube makes to deploy/base; deploy/helm/helmtest holds the chart's objects to the base's).
 //
 // Its one test walks an operator's day and logs a figure at each step: every Pod Ready through
 // its own probe; a like through the writer's Service reaching viewers on every fanout Pod through

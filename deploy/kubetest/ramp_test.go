@@ -10,8 +10,9 @@ import (
 
 // rampJob is loadgen's ramp as a Job in the likes namespace (its image, likes/loadgen:dev, as
 // docker-compose.yml builds it): every fanout Pod through the headless fanout-svc-pods, likes
-// through writer-svc as load-test users (--identity bench: the benchmark key that deploy/kube
-// turns the writers' benchmark mode on with), Redis read through the Sentinels as the monitor
+// through writer-svc as load-test users (--identity bench: the benchmark key that the chart's
+// writer.benchSessions, on in deploy/helm/values-kube-offline.yaml, turns the writers'
+// benchmark mode on with), Redis read through the Sentinels as the monitor
 // user, both from the Secret the credentials Job made; JSON on stdout. It meets the namespace's
 // "restricted" Pod Security like the base's Pods.
 const rampJob = `apiVersion: batch/v1

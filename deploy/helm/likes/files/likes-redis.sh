@@ -1,0 +1,1 @@
+../../../redis/likes-redis.sh
