@@ -75,9 +75,11 @@ rules:
 	cd deploy/monitoring && promtool test rules alerts_test.yml
 
 # js-test: the client's unit tests under node's own runner (stream parser, backoff, ordering by
-# ts, reactions, follow/unfollow), an esbuild bundle of an app importing the package, and tsc
-# checking likes.d.ts against a typed example (npm test in $(CLIENT)). The Chromium tests of the
-# elements are in e2e (reactions_browser_test.go).
+# ts, reactions, follow/unfollow), an esbuild bundle of an app importing the package, tsc
+# checking likes.d.ts against a typed example, and the React, Vue and plain HTML examples built
+# and type-checked (also under moduleResolution node, with TypeScript 5) (npm test in
+# $(CLIENT)). The Chromium tests of the elements and the examples are in e2e
+# (reactions_browser_test.go, examples_browser_test.go).
 js-test: $(CLIENT)/node_modules/.package-lock.json
 	cd $(CLIENT) && npm test --silent
 
