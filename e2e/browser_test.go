@@ -115,7 +115,7 @@ func TestBrowserPage(t *testing.T) {
 		bob.do(chromedp.Navigate("about:blank")) // Chromium keeps bob's page, fetches open, in its cache
 		poll.Until(t, browserWait, "bob's stream closed on pagehide", func() bool { return fanout.Metric(t, "likes_fanout_viewers") == 1 })
 		like(t, writer, http.MethodPost, "cats", "erin", 2) // while bob is away
-		bob.eval("history.back()")                          // restored from the cache, not reloaded
+		bob.back()                                          // restored from the cache, not reloaded
 		bob.waitFor(`document.getElementById("connection")?.dataset.connects > `+connects, "bob's stream reopened")
 		bob.waitState("live")
 		bob.waitCount("cats", 2)
@@ -372,6 +372,15 @@ func (p *browserPage) eval(expr string) string {
 		p.t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
 	}
 	return s
+}
+
+// back goes back in the page's history without waiting for a load event (chromedp.NavigateBack
+// waits for one, and a page restored from the back/forward cache fires none). history.back()
+// runs after the evaluation has answered: evaluated directly, the navigation could win the race
+// and fail the evaluation with "Inspected target navigated or closed".
+func (p *browserPage) back() {
+	p.t.Helper()
+	p.eval("void setTimeout(() => history.back())")
 }
 
 // recordPost starts keeping every state the post's heart and count show, as "pressed/count"

@@ -36,7 +36,7 @@ func TestBrowserWatching(t *testing.T) {
 	two.do(chromedp.Navigate("about:blank"))
 	one.waitWatching("cats", 1)
 	// Back again: the page comes out of the cache and likes.js reopens its stream.
-	two.eval("history.back()") // not chromedp.NavigateBack: a page restored from the cache fires no load event
+	two.back()
 	two.waitState("live")
 	two.waitFor(`document.getElementById("connection").dataset.connects >= 2`, "the stream reopened")
 	for _, p := range []*browserPage{one, two} {
