@@ -48,7 +48,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.Duration(&c.Stream.Retry, "retry", "SSE_RETRY", 2*time.Second, "reconnect delay sent to viewers as retry:, jittered up to +50%")
 	s.Int(&c.Stream.MaxPerSource, "max-viewers-per-ip", "MAX_VIEWERS_PER_IP", 0, "viewers per client address; 0 = no limit")
 	s.List(&c.trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for MAX_VIEWERS_PER_IP: addresses, CIDRs, or host names (the balancer's service name: every address it resolves to is trusted; names are resolved at start and again every "+clientip.DefaultRefresh.String()+", and one that does not resolve yet trusts nothing)")
-	s.Int(&c.Hub.Shards, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
+	s.Int(&c.Hub.Loops, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
 	s.Duration(&c.Hub.FlushWindow, "flush-window", "FLUSH_WINDOW", 0, "batch each viewer's frames over this window into one write; 0 = write at once")
 	s.Float(&c.Hub.PostRate, "post-rate", "POST_RATE_LIMIT", 0, "max updates per second per post sent to viewers (newest wins); 0 = the display budget decides")
 	s.Float(&c.Hub.DisplayBudget, "display-budget", "DISPLAY_BUDGET", hub.DefaultDisplayBudget,

@@ -29,7 +29,7 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 	counter("likes_fanout_updates_stale_total", "Updates dropped as older than the node's newest.", func() float64 { return float64(hs.Stale.Load()) })
 	counter("likes_fanout_events_sent_total", "Event frames handed to viewer sockets.", func() float64 { return float64(hs.FramesSent.Load()) })
 	counter("likes_fanout_events_conflated_total", "Frames replaced by a newer one before a slow viewer could take them.", func() float64 { return float64(hs.Conflated.Load()) })
-	counter("likes_fanout_display_held_total", "Frames a post's viewers were not shown because its display rate (POST_RATE_LIMIT, DISPLAY_BUDGET) sent a newer one at its next slot; part of likes_fanout_events_conflated_total.",
+	counter("likes_fanout_display_held_total", "Frames a post's viewers were not shown because its display rate (POST_RATE_LIMIT, DISPLAY_BUDGET) sent a newer one at its next turn; part of likes_fanout_events_conflated_total.",
 		func() float64 { return float64(hs.DisplayHeld.Load()) })
 	counter("likes_fanout_writes_total", "write(2) calls to viewer sockets.", func() float64 { return float64(hs.Writes.Load()) })
 	counter("likes_fanout_bytes_written_total", "Bytes written to viewer sockets.", func() float64 { return float64(hs.BytesWritten.Load()) })
@@ -71,7 +71,7 @@ func connectionCap(maxConns int) int {
 var deliveryDesc = prometheus.NewDesc("likes_fanout_delivery_seconds",
 	"Seconds from a change stored in Redis to its frame written to this node's viewers, per post per write pass.", nil, nil)
 
-// deliveryCollector exposes hub.Delivery, which the shards keep in atomics of their own (a
+// deliveryCollector exposes hub.Delivery, which the loops keep in atomics of their own (a
 // prometheus.Histogram would be an Observe per post on the hot path), as a histogram.
 type deliveryCollector struct{ d *hub.Delivery }
 

@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	srv := serve.NewServer(cfg.Serve, router, log)
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("shards", h.Shards()),
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("loops", h.Loops()),
 		zap.Int("max_conns", cfg.Stream.MaxConns), zap.Duration("flush_window", cfg.Hub.FlushWindow),
 		zap.Float64("post_rate", cfg.Hub.PostRate), zap.Float64("display_budget", cfg.Hub.DisplayBudget), zap.Bool("cluster", cfg.Redis.Cluster()),
 		zap.String("redis_mode", cfg.Redis.Mode()))

@@ -2,19 +2,19 @@ package hub
 
 import "math/bits"
 
-// batch is the frames a shard collected since its last flush: the posts with frames owed to their
+// batch is the frames a loop collected since its last flush: the posts with frames owed to their
 // viewers, and the multi-post viewers whose posts' batches are concatenated into one write.
 type batch struct {
-	posts   []*shardPost
+	posts   []*loopPost
 	viewers []*viewer
 	frames  []*frame // scratch for Post.since
 	flushAt int64    // with a flush window: when the open batch is written; 0: no batch open
 }
 
-// collect appends p's frames that this shard has not processed yet to the post's current batch
+// collect appends p's frames that this loop has not processed yet to the post's current batch
 // (or holds them for the rate cap). Batches are written by flushBatches: at once, or when the
 // flush window closes.
-func (s *shard) collect(p *Post) {
+func (s *loop) collect(p *Post) {
 	sp := s.posts[p]
 	if sp == nil {
 		return
@@ -63,8 +63,8 @@ func (s *shard) collect(p *Post) {
 	s.batch.frames = frames[:0]
 }
 
-// releaseHeld collects the rate-capped posts whose next slot has come.
-func (s *shard) releaseHeld() {
+// releaseHeld collects the rate-capped posts whose next turn has come.
+func (s *loop) releaseHeld() {
 	keep := s.held[:0]
 	for _, sp := range s.held {
 		if sp.gone {
@@ -84,7 +84,7 @@ func (s *shard) releaseHeld() {
 // addToBatch appends f to the post's batch: the frames its viewers are owed at the next flush,
 // concatenated once in both id forms and shared by every viewer. Past MaxBatchFrames the batch
 // keeps only the newest frame: a viewer then gets the newest count, not the history.
-func (s *shard) addToBatch(sp *shardPost, f *frame) {
+func (s *loop) addToBatch(sp *loopPost, f *frame) {
 	sp.current = f
 	if !sp.inBatch {
 		sp.inBatch = true
@@ -107,7 +107,7 @@ func (s *shard) addToBatch(sp *shardPost, f *frame) {
 // flushBatches writes each viewer's owed frames: one write per single-post viewer (the post's
 // shared batch bytes), one write per multi-post viewer (its posts' batches concatenated). The
 // watching frames a viewer is owed go in the same write (appendOwed, watching.go).
-func (s *shard) flushBatches() {
+func (s *loop) flushBatches() {
 	for _, sp := range s.batch.posts {
 		if sp.gone {
 			continue
@@ -118,7 +118,7 @@ func (s *shard) flushBatches() {
 				continue
 			}
 			if v.multi {
-				v.batchDirty |= 1 << uint(m.slot)
+				v.batchDirty |= 1 << uint(m.link)
 				if !v.inBatchList {
 					v.inBatchList = true
 					s.batch.viewers = append(s.batch.viewers, v)
@@ -176,11 +176,11 @@ func (s *shard) flushBatches() {
 	s.batch.posts, s.batch.viewers, s.batch.flushAt = s.batch.posts[:0], s.batch.viewers[:0], 0
 }
 
-// batchBytes returns what slot i of v is owed from its post's batch: every frame of the batch
+// batchBytes returns what link i of v is owed from its post's batch: every frame of the batch
 // (shared bytes), or only the newest if v already had part of it (it joined mid-batch). It
 // records the newest as sent.
 func batchBytes(v *viewer, i int) ([]byte, int64) {
-	sl := &v.slots[i]
+	sl := &v.links[i]
 	sp := sl.sp
 	cur := sp.current
 	if cur == nil || cur.u.TS <= sl.sent {

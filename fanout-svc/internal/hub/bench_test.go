@@ -105,7 +105,7 @@ func startSink(b *testing.B, n int) []net.Conn {
 func BenchmarkBroadcast(b *testing.B) {
 	for _, n := range []int{1, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
-			h, _ := newTestHub(b, Config{Shards: 1, UnsubscribeGrace: time.Hour})
+			h, _ := newTestHub(b, Config{Loops: 1, UnsubscribeGrace: time.Hour})
 			posts, err := h.Acquire(b.Context(), []string{"bench"})
 			if err != nil {
 				b.Fatal(err)
@@ -127,7 +127,7 @@ func BenchmarkBroadcast(b *testing.B) {
 				want := stats.FramesSent.Load() + int64(n)
 				h.Publish(update.Update{PostID: "bench", Count: ts, TS: ts})
 				for stats.FramesSent.Load() < want {
-					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the shard's core
+					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the loop's core
 				}
 			}
 			reportPerEvent(b, n, cpu0)

@@ -27,7 +27,7 @@ type Subscriber interface {
 
 // Config tunes the engine.
 type Config struct {
-	Shards           int           // 0: GOMAXPROCS
+	Loops            int           // 0: GOMAXPROCS
 	FlushWindow      time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
 	MaxBatchFrames   int           // frames of one post per batch before conflating to the newest; 0: 32
 	PostRate         float64       // max updates per second per post to viewers; 0: the display budget decides
@@ -44,8 +44,8 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Shards <= 0 {
-		c.Shards = runtime.GOMAXPROCS(0)
+	if c.Loops <= 0 {
+		c.Loops = runtime.GOMAXPROCS(0)
 	}
 	if c.MaxBatchFrames <= 0 {
 		c.MaxBatchFrames = 32
@@ -63,12 +63,12 @@ var (
 	errTooManyPosts = fmt.Errorf("more than %d posts for one viewer", MaxPosts)
 )
 
-// Hub owns the posts with local viewers and the shards that hold the viewers.
+// Hub owns the posts with local viewers and the loops that hold the viewers.
 type Hub struct {
 	cfg      Config
 	sub      Subscriber
 	log      *zap.Logger
-	shards   []*shard
+	loops    []*loop
 	next     atomic.Uint32
 	stats    Stats
 	admitted atomic.Int64 // viewers admitted by Reserve and not gone yet: in setup or connected
@@ -86,26 +86,26 @@ type Hub struct {
 	wg   sync.WaitGroup
 }
 
-// New starts a hub with cfg.Shards shard goroutines and its unsubscriber; Close stops them.
+// New starts a hub with cfg.Loops loop goroutines and its unsubscriber; Close stops them.
 func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 	cfg.defaults()
 	h := &Hub{
 		cfg: cfg, sub: sub, log: log,
 		posts: make(map[string]*Post), unsub: newUnsubscriber(), done: make(chan struct{}),
 	}
-	for i := 0; i < cfg.Shards; i++ {
-		s, err := newShard(i, h)
+	for i := 0; i < cfg.Loops; i++ {
+		s, err := newLoop(i, h)
 		if err != nil {
-			for _, prev := range h.shards {
+			for _, prev := range h.loops {
 				prev.poller.Close()
 			}
-			return nil, fmt.Errorf("shard %d: %w", i, err)
+			return nil, fmt.Errorf("loop %d: %w", i, err)
 		}
-		h.shards = append(h.shards, s)
+		h.loops = append(h.loops, s)
 	}
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		h.wg.Add(1)
-		go func() { // exits when Close stops the shard
+		go func() { // exits when Close stops the loop
 			defer h.wg.Done()
 			s.run()
 		}()
@@ -119,7 +119,7 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 }
 
 // Publish hands an update to the hub. It never blocks on viewers: it records the post's newest
-// frame and marks the post dirty in every shard. An update older than what the hub has is dropped,
+// frame and marks the post dirty in every loop. An update older than what the hub has is dropped,
 // and so is one for a post whose subscription is not live (still subscribing, or leaving): it came
 // from another subscription of the channel.
 func (h *Hub) Publish(u update.Update) {
@@ -140,7 +140,7 @@ func (h *Hub) Publish(u update.Update) {
 		return
 	}
 	h.stats.Updates.Add(1)
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		s.markDirty(p)
 	}
 }
@@ -167,7 +167,7 @@ type Viewer struct {
 // Reserve admits a viewer that is about to be set up and added, unless max (>0) viewers are
 // admitted already. Each successful Reserve is matched by Unreserve if the viewer never reaches
 // Add; from Add on the hub returns the admission when the viewer goes. Admission is not the
-// viewers gauge: Stats.Viewers counts only viewers a shard holds.
+// viewers gauge: Stats.Viewers counts only viewers a loop holds.
 func (h *Hub) Reserve(max int) bool {
 	if n := h.admitted.Add(1); max > 0 && n > int64(max) {
 		h.admitted.Add(-1)
@@ -182,7 +182,7 @@ func (h *Hub) Admitted() int64 { return h.admitted.Load() }
 // Unreserve returns an admission for a viewer that was never added.
 func (h *Hub) Unreserve() { h.admitted.Add(-1) }
 
-// Add hands a hijacked connection to a shard, which writes the preamble and each post's current
+// Add hands a hijacked connection to a loop, which writes the preamble and each post's current
 // state, then live updates. The hub owns the connection, the post references and the admission
 // from here on, also when Add refuses the viewer (more than MaxPosts posts, or the hub closed).
 func (h *Hub) Add(v Viewer) error {
@@ -190,8 +190,8 @@ func (h *Hub) Add(v Viewer) error {
 		h.reject(&v)
 		return errTooManyPosts
 	}
-	// The read lock keeps Close, which takes the write lock before stopping the shards, from
-	// stopping the shard between the check and the hand-over.
+	// The read lock keeps Close, which takes the write lock before stopping the loops, from
+	// stopping the loop between the check and the hand-over.
 	h.mu.RLock()
 	if h.closed {
 		h.mu.RUnlock()
@@ -212,7 +212,7 @@ func (h *Hub) Add(v Viewer) error {
 
 // reject gives back everything a viewer that will not be served holds: its connection, its post
 // references, its admission and its OnClose. It is the one way out for a viewer that never
-// became a shard's.
+// became a loop's.
 func (h *Hub) reject(v *Viewer) {
 	if v.Conn != nil {
 		_ = v.Conn.Close()
@@ -228,7 +228,7 @@ func (h *Hub) reject(v *Viewer) {
 // reconnect (to other nodes) in a trickle rather than a storm. It returns when all are closed
 // (including viewers that were in setup) or ctx is done.
 func (h *Hub) Drain(ctx context.Context, window time.Duration) {
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		s.startDrain(window)
 	}
 	t := time.NewTicker(20 * time.Millisecond)
@@ -242,7 +242,7 @@ func (h *Hub) Drain(ctx context.Context, window time.Duration) {
 	}
 }
 
-// Close stops the shards, closes every connection, cancels subscriptions in flight and drops
+// Close stops the loops, closes every connection, cancels subscriptions in flight and drops
 // pending unsubscriptions. It waits for every goroutine of the hub.
 func (h *Hub) Close() {
 	h.mu.Lock()
@@ -258,7 +258,7 @@ func (h *Hub) Close() {
 	}
 	h.mu.Unlock()
 	close(h.done)
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		s.stop()
 	}
 	h.wg.Wait()
@@ -267,5 +267,5 @@ func (h *Hub) Close() {
 // Stats returns the hub's live counters.
 func (h *Hub) Stats() *Stats { return &h.stats }
 
-// Shards returns the number of shards.
-func (h *Hub) Shards() int { return len(h.shards) }
+// Loops returns the number of loops.
+func (h *Hub) Loops() int { return len(h.loops) }

@@ -12,12 +12,12 @@ import (
 	"github.com/likes/likes/pkg/update"
 )
 
-// TestShardsAcceptTheirViewersAndShareThem: with the shards accepting from a listener
+// TestLoopsAcceptTheirViewersAndShareThem: with the loops accepting from a listener
 // themselves, a connect for a post the hub knows is served on the loop that accepted it, one for a
 // post it does not know yet on a goroutine (fastaccept.Blocking), every viewer gets the post's
-// updates, and two shards hold half the viewers each.
-func TestShardsAcceptTheirViewersAndShareThem(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 2})
+// updates, and two loops hold half the viewers each.
+func TestLoopsAcceptTheirViewersAndShareThem(t *testing.T) {
+	h, _ := newTestHub(t, Config{Loops: 2})
 	var onLoop, onGoroutine atomic.Int64
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,9 +71,9 @@ func TestShardsAcceptTheirViewersAndShareThem(t *testing.T) {
 	if onGoroutine.Load() != 1 || onLoop.Load() != viewers-1 {
 		t.Errorf("served %d on a loop and %d on a goroutine; want %d and 1", onLoop.Load(), onGoroutine.Load(), viewers-1)
 	}
-	for i, s := range h.shards { // even: each shard paces a room as if it held its share
+	for i, s := range h.loops { // even: each loop paces a room as if it held its share
 		if n := s.size.Load(); n < viewers/2-2 || n > viewers/2+2 {
-			t.Errorf("shard %d holds %d of %d viewers; want half, within 2", i, n, viewers)
+			t.Errorf("loop %d holds %d of %d viewers; want half, within 2", i, n, viewers)
 		}
 	}
 	h.Publish(upd("acc", 7))

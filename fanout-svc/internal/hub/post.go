@@ -5,13 +5,13 @@ import (
 	"sync/atomic"
 )
 
-// ringSize is how many recent frames a post keeps for shards that fall behind. A shard that is
+// ringSize is how many recent frames a post keeps for loops that fall behind. A loop that is
 // more than ringSize updates behind on a post skips to the newest (conflation); within it, it
 // delivers every update, batched.
 const ringSize = 64
 
 // Post is a post with local viewers (or with viewers arriving): the node holds exactly one Redis
-// subscription for it while it exists. Its recent frames are shared by all shards.
+// subscription for it while it exists. Its recent frames are shared by all loops.
 type Post struct {
 	id       string
 	latest   atomic.Pointer[frame]

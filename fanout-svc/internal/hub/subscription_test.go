@@ -343,7 +343,7 @@ func TestHubEnforcesMaxPosts(t *testing.T) {
 }
 
 // TestAdmissionIsNotTheViewersGauge: a viewer in setup holds an admission but is not counted as
-// connected until a shard has it.
+// connected until a loop has it.
 func TestAdmissionIsNotTheViewersGauge(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
 	if !h.Reserve(1) {

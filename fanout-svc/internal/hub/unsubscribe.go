@@ -43,12 +43,12 @@ func (u *unsubscriber) queue(p *Post, grace time.Duration) {
 // A batch is taken off the queue only once a call can start, so that a viewer returning to a post
 // still queued keeps its subscription.
 func (h *Hub) unsubscribeLoop() {
-	slots := make(chan struct{}, unsubscribers)
+	calls := make(chan struct{}, unsubscribers)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		select {
-		case slots <- struct{}{}:
+		case calls <- struct{}{}:
 		case <-h.done:
 			return
 		}
@@ -57,7 +57,7 @@ func (h *Hub) unsubscribeLoop() {
 			h.wg.Add(1)
 			go func() { // exits when the call returns: the Subscriber bounds it
 				defer h.wg.Done()
-				defer func() { <-slots }()
+				defer func() { <-calls }()
 				ids := make([]string, len(batch))
 				for i, p := range batch {
 					ids[i] = p.id
@@ -67,7 +67,7 @@ func (h *Hub) unsubscribeLoop() {
 			}()
 			continue
 		}
-		<-slots
+		<-calls
 		if wait > 0 {
 			timer.Reset(wait)
 		}

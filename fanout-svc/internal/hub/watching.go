@@ -8,7 +8,7 @@ import (
 )
 
 // Watching numbers ("N watching now") reach viewers through shared frames and latest-value
-// slots like counts, but they never cost a write of their own: at 100K viewers a number that
+// newest-value pointers like counts, but they never cost a write of their own: at 100K viewers a number that
 // changes every interval would otherwise be 50K writes per second for a figure nobody reads to the
 // last digit. So:
 //
@@ -36,9 +36,9 @@ type watchFrame struct {
 	bytes []byte
 }
 
-// watchBatch is the posts with a new watching frame since the shard took its inbox.
+// watchBatch is the posts with a new watching frame since the loop took its inbox.
 type watchBatch struct {
-	posts []*shardPost
+	posts []*loopPost
 }
 
 // LocalViewers calls fn once for each post with local viewers, with their number: a viewer of a
@@ -56,7 +56,7 @@ func (h *Hub) LocalViewers(fn func(post string, viewers int)) {
 
 // PublishWatching hands the hub a post's watching number. It never blocks: it records the number
 // viewers are to be shown (displayWatching) as the post's newest watching frame and marks the
-// post in every shard. A number older than the one the hub has, or one that shows the same, is
+// post in every loop. A number older than the one the hub has, or one that shows the same, is
 // dropped, so viewers hear of visible changes only.
 func (h *Hub) PublishWatching(w update.Watching) {
 	h.mu.RLock()
@@ -85,7 +85,7 @@ func (h *Hub) PublishWatching(w update.Watching) {
 		}
 	}
 	h.stats.WatchingUpdates.Add(1)
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		s.markWatching(p)
 	}
 }
@@ -96,17 +96,17 @@ func newWatchFrame(w update.Watching) *watchFrame {
 	return &watchFrame{n: w.Watching, ts: w.TS, bytes: b[:len(b):len(b)]}
 }
 
-// markWatching tells the shard that p has a new watching frame. Called from any goroutine.
-func (s *shard) markWatching(p *Post) {
+// markWatching tells the loop that p has a new watching frame. Called from any goroutine.
+func (s *loop) markWatching(p *Post) {
 	s.inbox.mu.Lock()
 	s.inbox.watching[p] = struct{}{}
 	s.inbox.mu.Unlock()
 	s.wake()
 }
 
-// collectWatching takes p's newest watching frame into the shard and lists the post for
-// flushWatching, unless the shard has it already (a viewer registered since took it).
-func (s *shard) collectWatching(p *Post) {
+// collectWatching takes p's newest watching frame into the loop and lists the post for
+// flushWatching, unless the loop has it already (a viewer registered since took it).
+func (s *loop) collectWatching(p *Post) {
 	sp := s.posts[p]
 	if sp == nil {
 		return
@@ -124,7 +124,7 @@ func (s *shard) collectWatching(p *Post) {
 // next count frames or its heartbeat. A newer number replaces an owed one; that counts as a
 // conflation only for a viewer whose socket is full, as for counts, because for the others it is
 // the design, not a slow reader.
-func (s *shard) flushWatching() {
+func (s *loop) flushWatching() {
 	for i, sp := range s.watch.posts {
 		s.watch.posts[i] = nil
 		if sp.gone {
@@ -132,7 +132,7 @@ func (s *shard) flushWatching() {
 		}
 		for _, m := range sp.members {
 			v := m.v
-			bit := uint64(1) << uint(m.slot)
+			bit := uint64(1) << uint(m.link)
 			if v.watching&bit != 0 && v.blocked() {
 				s.counts.conflated++
 			}
@@ -144,10 +144,10 @@ func (s *shard) flushWatching() {
 
 // appendOwedWatching appends the newest watching frame of every post owed to v and clears the
 // bits; it reports how many frames it appended.
-func (s *shard) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
+func (s *loop) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
 	var n int64
 	for d := v.watching; d != 0; d &= d - 1 {
-		if wf := v.slots[bits.TrailingZeros64(d)].sp.watching; wf != nil {
+		if wf := v.links[bits.TrailingZeros64(d)].sp.watching; wf != nil {
 			buf = append(buf, wf.bytes...)
 			n++
 		}
@@ -159,7 +159,7 @@ func (s *shard) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
 // appendOwed appends to buf, which holds frames count frames for v, the watching frames owed to
 // v, so that they go out in the same write. Without count frames it appends nothing: a watching
 // number alone waits for the heartbeat (sweep).
-func (s *shard) appendOwed(v *viewer, buf []byte, frames int64) []byte {
+func (s *loop) appendOwed(v *viewer, buf []byte, frames int64) []byte {
 	if frames == 0 || v.watching == 0 {
 		return buf
 	}
@@ -170,7 +170,7 @@ func (s *shard) appendOwed(v *viewer, buf []byte, frames int64) []byte {
 
 // heartbeat writes to an idle v its owed watching frames, or ": ping" when it is owed none:
 // either keeps the connection's proxies and the client's watchdog from timing out.
-func (s *shard) heartbeat(v *viewer) {
+func (s *loop) heartbeat(v *viewer) {
 	if v.watching != 0 {
 		buf, n := s.appendOwedWatching(v, s.scratch[:0])
 		s.scratch = buf[:0]
@@ -184,11 +184,11 @@ func (s *shard) heartbeat(v *viewer) {
 	s.write(v, sse.Ping, 0)
 }
 
-// appendWatchingState appends, for a viewer being registered, the watching number the shard has
+// appendWatchingState appends, for a viewer being registered, the watching number the loop has
 // for each of its posts, so that a new viewer sees them at once rather than at the next change.
-func (s *shard) appendWatchingState(v *viewer, buf []byte) []byte {
-	for i := range v.slots {
-		if wf := v.slots[i].sp.watching; wf != nil {
+func (s *loop) appendWatchingState(v *viewer, buf []byte) []byte {
+	for i := range v.links {
+		if wf := v.links[i].sp.watching; wf != nil {
 			buf = append(buf, wf.bytes...)
 			s.counts.watchingSent++
 		}

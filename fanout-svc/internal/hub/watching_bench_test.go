@@ -13,13 +13,13 @@ import (
 // new watching number (below 1,000, so each one changes what viewers are shown), as churn does
 // every WATCHING_INTERVAL. A changed number costs no write of its own (it waits for a count or
 // the heartbeat), so writes/viewer should stay near 0: the figure to quote from a run alone,
-// beside cpu-ns/viewer, the shard's cost per viewer per interval. One more viewer, of a post of
-// its own, gets a count after each round: its frame tells that the shard has taken the numbers.
+// beside cpu-ns/viewer, the loop's cost per viewer per interval. One more viewer, of a post of
+// its own, gets a count after each round: its frame tells that the loop has taken the numbers.
 func BenchmarkWatchingChurn(b *testing.B) {
 	const posts = 10
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
-			h, _ := newTestHub(b, Config{Shards: 1, UnsubscribeGrace: time.Hour})
+			h, _ := newTestHub(b, Config{Loops: 1, UnsubscribeGrace: time.Hour})
 			ids := make([]string, posts)
 			acquired := make([][]*Post, posts)
 			for i := range ids {
@@ -58,7 +58,7 @@ func BenchmarkWatchingChurn(b *testing.B) {
 				want := stats.FramesSent.Load() + 1
 				h.Publish(update.Update{PostID: "barrier", Count: round, TS: round})
 				for stats.FramesSent.Load() < want {
-					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the shard's core
+					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the loop's core
 				}
 			}
 			cpu := processCPU() - cpu0

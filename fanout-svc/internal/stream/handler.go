@@ -147,8 +147,8 @@ var (
 	refuseNoHijack = refusal{http.StatusInternalServerError, 0, "streaming unsupported", false}
 )
 
-// admit takes everything a stream needs before it can be handed to the hub: a slot of its
-// address, an admission of the node, and its posts' subscriptions and state. On refusal it holds
+// admit takes everything a stream needs before it can be handed to the hub: a place in its
+// address's quota, an admission of the node, and its posts' subscriptions and state. On refusal it holds
 // nothing.
 func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Viewer, *refusal) {
 	release, no := h.reserve(src)
@@ -165,8 +165,8 @@ func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Vi
 	return v, nil
 }
 
-// reserve takes a slot of the stream's address and an admission of the node; release gives
-// back the address's slot (nil: none taken).
+// reserve takes a place in the stream's address quota and an admission of the node; release gives
+// back that place (nil: none taken).
 func (h *Handler) reserve(src source) (release func(), no *refusal) {
 	if h.draining.Load() {
 		return nil, &refuseDraining
