@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
-	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/pkg/serve"
 )
@@ -32,7 +31,7 @@ const streamPrefix = "GET /sse"
 //
 // A stream whose setup waits on Redis (a post the node does not know yet) is served on a
 // goroutine of its own (fastaccept.Blocking), so that no loop waits for it.
-func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
+func fastListen(inner net.Listener, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
 	var pauses atomic.Int64
 	onPause := func(err error) { // on an event loop: log the first pause and every 100th after
 		if n := pauses.Add(1); n == 1 || n%100 == 0 {
@@ -49,7 +48,6 @@ func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream
 	if err != nil {
 		return nil, err
 	}
-	h.Listen(ln)
 	return ln, nil
 }
 

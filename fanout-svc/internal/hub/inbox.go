@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 )
 
 // inbox is how other goroutines reach a loop: Publish marks posts dirty, Add hands over viewers,
@@ -23,7 +21,7 @@ type inbox struct {
 	spareAdds  []*Viewer
 	watching   map[*Post]struct{} // posts with a new watching frame (watching.go)
 	spareWatch map[*Post]struct{}
-	listen     *fastaccept.Listener // a listener to accept from (listen.go)
+	listen     Acceptor // a listener to accept from (accept.go)
 }
 
 func newInbox() inbox {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
-	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 )
 
 // loop is one event loop: one goroutine around one epoll instance, owning a share of the viewers.
@@ -37,9 +36,9 @@ type loop struct {
 	drain    drain
 	shed     shedder // Hub.Shed: closes the viewers of the moment, keeps the loop running (shed.go)
 	counts   counts
-	intake   *fastaccept.Intake // the connections this loop accepts itself (listen.go); nil: none
+	intake   Intake // the connections this loop accepts itself (accept.go); nil: none
 
-	size atomic.Int64 // viewers given to this loop and not yet removed, for Add's choice (listen.go)
+	size atomic.Int64 // viewers given to this loop and not yet removed, for Add's choice (accept.go)
 }
 
 func newLoop(id int, h *Hub) (*loop, error) {

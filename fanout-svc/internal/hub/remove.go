@@ -1,7 +1,5 @@
 package hub
 
-import "github.com/likes/likes/fanout-svc/internal/fastaccept"
-
 // doom marks v for removal by the next reap.
 func (s *loop) doom(v *viewer) {
 	if !v.doomed {
@@ -24,7 +22,7 @@ func (s *loop) removeViewer(v *viewer) {
 	if s.viewers[v.fd] == v {
 		delete(s.viewers, v.fd)
 		s.size.Add(-1)
-		if _, own := v.conn.(*fastaccept.Conn); !own {
+		if _, own := v.conn.(Accepted); !own {
 			s.poller.Remove(v.fd) // a connection of Go's: its descriptor may outlive our close
 		} // else closing the descriptor, below, takes it out of the poller: one system call less
 	}

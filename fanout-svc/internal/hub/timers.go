@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
-	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 	"github.com/likes/likes/pkg/sse"
 )
 
@@ -105,7 +104,7 @@ func (s *loop) timeoutMs() int {
 		next = min(next, s.now+pacedWake)
 	}
 	if s.intake != nil && s.intake.Waiting() {
-		next = min(next, s.now+int64(fastaccept.TickEvery))
+		next = min(next, s.now+int64(s.intake.TickEvery()))
 	}
 	if s.drain.active || s.shed.active() {
 		next = min(next, s.now+int64(10*time.Millisecond))

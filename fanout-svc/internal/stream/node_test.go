@@ -41,16 +41,18 @@ type testNode struct {
 func startNode(t testing.TB, client redis.UniversalClient, cfg Config, hcfg hub.Config) *testNode {
 	t.Helper()
 	log := zap.NewNop()
-	rel := relay.New(client, testKeys, log)
+	var sink hubSink // the relay hands updates to the hub, as the node does
+	rel := relay.New(client, testKeys, &sink, log)
 	h, err := hub.New(hcfg, rel, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sink.h = h
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { // exits when the cleanup cancels ctx
 		defer close(done)
-		rel.Run(ctx, h)
+		rel.Run(ctx)
 	}()
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 100_000
@@ -69,6 +71,11 @@ func startNode(t testing.TB, client redis.UniversalClient, cfg Config, hcfg hub.
 	})
 	return &testNode{URL: srv.URL, Hub: h}
 }
+
+// hubSink hands the relay's updates to a hub built after the relay (relay.Sink).
+type hubSink struct{ h *hub.Hub }
+
+func (s *hubSink) Publish(u update.Update) { s.h.Publish(u) }
 
 // watcher is one viewer's stream read with the shared SSE client.
 type watcher struct {

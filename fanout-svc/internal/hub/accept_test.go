@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
@@ -45,7 +46,7 @@ func TestLoopsAcceptTheirViewersAndShareThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Listen(l)
+	h.Listen(testAcceptor{l})
 	t.Cleanup(func() { // before the hub closes
 		_ = l.Close()
 		l.Wait()
@@ -80,4 +81,15 @@ func TestLoopsAcceptTheirViewersAndShareThem(t *testing.T) {
 	for _, r := range readers {
 		poll.Until(t, 10*time.Second, "count 7", func() bool { u, _ := r.last("acc"); return u.Count == 7 })
 	}
+}
+
+// testAcceptor lets the loops accept from a fastaccept.Listener, as the node wires them.
+type testAcceptor struct{ l *fastaccept.Listener }
+
+func (a testAcceptor) Attach(p *epoll.Poller, wake func(), home any) (Intake, error) {
+	in, err := a.l.Attach(p, wake, home)
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
 }
