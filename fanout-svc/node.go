@@ -14,6 +14,7 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/fanout-svc/internal/relay"
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/fanout-svc/internal/watching"
@@ -24,18 +25,20 @@ import (
 )
 
 // node is fanout-svc assembled: the Redis client it owns, the relay that subscribes it to posts,
-// the hub that fans their updates out to viewers, the stream endpoint, the Redis guard, the
+// the registry of posts with local viewers and their subscriptions, the hub that fans their
+// updates out to viewers, the stream endpoint, the Redis guard, the
 // "watching now" counter and the HTTP handler. newNode builds it, Start runs its background
 // work, Listen and Serve take viewers, Close stops everything.
 //
-// The relay hands every update to the node (publish), which hands it to the hub: the relay is
-// built first, the hub, which subscribes through the relay, after it, and the relay publishes
-// only once Start runs it.
+// The relay hands every update to the node (Publish), which hands it to the hub: the relay is
+// built first, the registry, which subscribes through the relay, and the hub after it, and the
+// relay publishes only once Start runs it.
 type node struct {
 	cfg     config
 	log     *zap.Logger
 	client  redis.UniversalClient
 	relay   *relay.Relay
+	posts   *posts.Registry
 	hub     *hub.Hub
 	streams *stream.Handler
 	counter *watching.Counter // nil when watching is off
@@ -67,17 +70,19 @@ func newNode(ctx context.Context, cfg config, log *zap.Logger) (*node, error) {
 	n := &node{cfg: cfg, log: log, client: client}
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
 	n.relay = relay.New(client, keys, n, log.Named("relay"))
+	n.posts = posts.New(cfg.Posts, n.relay)
 	hcfg := cfg.Hub
 	hcfg.SendBuffer = 0 // set once on the listener, which every viewer socket inherits (listen)
-	if n.hub, err = hub.New(hcfg, n.relay, log.Named("hub")); err != nil {
+	if n.hub, err = hub.New(hcfg, n.posts, log.Named("hub")); err != nil {
+		n.posts.Close()
 		_ = client.Close()
 		return nil, err
 	}
 	n.stopNames = cfg.Stream.Clients.Start(ctx, log.Named("trusted-proxies")) // TRUSTED_PROXIES' host names
-	n.streams = stream.New(cfg.Stream, n.hub, n.relay, log.Named("stream"))
+	n.streams = stream.New(cfg.Stream, n.hub, n.posts, n.relay, log.Named("stream"))
 	if cfg.Watching.Interval > 0 { // 0: off
 		// It shares the node's Redis client: a few pipelined commands per post and interval.
-		if n.counter, err = watching.New(cfg.Watching, client, keys, n.hub, n.hub, log.Named("watching")); err != nil {
+		if n.counter, err = watching.New(cfg.Watching, client, keys, n.posts, n.hub, log.Named("watching")); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -88,7 +93,7 @@ func newNode(ctx context.Context, cfg config, log *zap.Logger) (*node, error) {
 	}
 
 	n.reg = prometheus.NewRegistry()
-	registerMetrics(n.reg, n.hub, n.relay, n.streams)
+	registerMetrics(n.reg, n.hub, n.posts, n.relay, n.streams)
 	registerConnectionCap(n.reg, cfg.Stream.MaxConns)
 	registerWatchingMetrics(n.reg, n.hub, n.counter)
 	n.guard.register(n.reg)
@@ -179,10 +184,11 @@ func (n *node) Serve(ctx context.Context, ln *fastaccept.Listener) error {
 	return err
 }
 
-// Close stops the hub (closing every viewer still there), then the background work, then lets
-// go of Redis.
+// Close stops the hub (closing every viewer still there), then the subscriptions in flight and
+// the background work, then lets go of Redis.
 func (n *node) Close() {
 	n.hub.Close()
+	n.posts.Close()
 	if n.stop != nil {
 		n.stop()
 		n.wg.Wait()

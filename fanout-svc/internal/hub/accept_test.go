@@ -25,7 +25,7 @@ func TestLoopsAcceptTheirViewersAndShareThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := fastaccept.Listen(inner, fastaccept.Config{Prefix: "GET /"}, func(c net.Conn, _ *fastaccept.Head, mayBlock bool) fastaccept.Outcome {
-		posts, known := h.AcquireKnown([]string{"acc"})
+		held, known := h.posts.AcquireKnown([]string{"acc"})
 		switch {
 		case known && !mayBlock:
 			onLoop.Add(1)
@@ -33,14 +33,14 @@ func TestLoopsAcceptTheirViewersAndShareThem(t *testing.T) {
 			return fastaccept.Blocking
 		default:
 			onGoroutine.Add(1)
-			if posts, err = h.Acquire(t.Context(), []string{"acc"}); err != nil {
+			if held, err = h.posts.Acquire(t.Context(), []string{"acc"}); err != nil {
 				_ = c.Close()
 				return fastaccept.Taken
 			}
 			h.Prime(upd("acc", 1)) // as a stream's setup does with its snapshot
 		}
 		h.Reserve(0)
-		_ = h.Add(Viewer{Conn: c, Posts: posts, Snapshot: []update.Update{{PostID: "acc"}}, Preamble: []byte(testPreamble)})
+		_ = h.Add(Viewer{Conn: c, Posts: held, Snapshot: []update.Update{{PostID: "acc"}}, Preamble: []byte(testPreamble)})
 		return fastaccept.Taken
 	})
 	if err != nil {

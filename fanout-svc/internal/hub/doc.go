@@ -12,4 +12,8 @@
 // gets there. A viewer whose socket is full keeps the unwritten rest of one write plus a dirty bit
 // per post, never a queue: when the socket drains it gets each post's newest frame. So under
 // overload the hub gets staler, never bigger, and every viewer converges.
+//
+// The posts themselves, their frames and their Redis subscriptions are package posts': the hub
+// reads a post's frames and gives back the references its viewers held. The lock order of the
+// node is written down in fanout-svc/LOCKS.md.
 package hub

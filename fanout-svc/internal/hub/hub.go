@@ -12,31 +12,20 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/update"
 )
 
-// Subscriber is the Redis side of the hub: it subscribes the node to a post's channel and
-// unsubscribes it again. Subscribe returns once the subscription is active, so that a snapshot read
-// after it cannot miss an update; when it fails it leaves the node unsubscribed. Unsubscribe drops
-// several posts in one call and must return in bounded time. The hub never calls either with a
-// lock held, and never has a Subscribe and an Unsubscribe of the same post in flight at once.
-type Subscriber interface {
-	Subscribe(ctx context.Context, postID string) error
-	Unsubscribe(postIDs []string)
-}
-
 // Config tunes the engine.
 type Config struct {
-	Loops            int           // 0: GOMAXPROCS
-	FlushWindow      time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
-	MaxBatchFrames   int           // frames of one post per batch before conflating to the newest; 0: 32
-	PostRate         float64       // max updates per second per post to viewers; 0: the display budget decides
-	DisplayBudget    float64       // frames a second one post may cost this node, all its viewers together; 0: every update (display.go)
-	DisplayMinRate   float64       // updates a second the display budget shows a post at least
-	Heartbeat        time.Duration // a viewer that heard nothing for this long gets its owed watching numbers, else ": ping"
-	StallTimeout     time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
-	UnsubscribeGrace time.Duration // delay between the last viewer leaving and UNSUBSCRIBE
-	SubscribeTimeout time.Duration // how long a subscription may wait for Redis to confirm; 0: 10s
+	Loops          int           // 0: GOMAXPROCS
+	FlushWindow    time.Duration // 0: write each update at once; >0: batch a viewer's frames per window
+	MaxBatchFrames int           // frames of one post per batch before conflating to the newest; 0: 32
+	PostRate       float64       // max updates per second per post to viewers; 0: the display budget decides
+	DisplayBudget  float64       // frames a second one post may cost this node, all its viewers together; 0: every update (display.go)
+	DisplayMinRate float64       // updates a second the display budget shows a post at least
+	Heartbeat      time.Duration // a viewer that heard nothing for this long gets its owed watching numbers, else ": ping"
+	StallTimeout   time.Duration // a viewer whose socket has not drained for this long is dropped; 0: never
 	// SendBuffer caps each viewer socket's kernel send buffer (SO_SNDBUF); 0: the kernel's
 	// autotuning, which lets a never-reading client pin megabytes of kernel memory until the stall
 	// timeout. A count stream needs a few frames of buffer, not megabytes.
@@ -53,9 +42,6 @@ func (c *Config) defaults() {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 15 * time.Second
 	}
-	if c.SubscribeTimeout <= 0 {
-		c.SubscribeTimeout = 10 * time.Second
-	}
 }
 
 var (
@@ -63,36 +49,29 @@ var (
 	errTooManyPosts = fmt.Errorf("more than %d posts for one viewer", MaxPosts)
 )
 
-// Hub owns the posts with local viewers and the loops that hold the viewers.
+// Hub owns the loops that hold the viewers. The posts they show, and their subscriptions, are the
+// registry's (package posts): the hub reads a post's frames and gives back its references.
 type Hub struct {
 	cfg      Config
-	sub      Subscriber
+	posts    *posts.Registry
 	log      *zap.Logger
 	loops    []*loop
 	next     atomic.Uint32
 	stats    Stats
 	admitted atomic.Int64 // viewers admitted by Reserve and not gone yet: in setup or connected
 
-	// mu guards the post map, each post's subscription and the unsubscriber's queue. It is never
-	// held across a call to the Subscriber: Redis I/O runs on the hub's own goroutines, and only
-	// the post concerned waits for it.
-	mu           sync.RWMutex
-	posts        map[string]*Post // a post stays here while leaving, until a successor replaces it
-	leavingPosts int              // posts in the map whose UNSUBSCRIBE is in flight
-	unsub        unsubscriber
-	closed       bool
+	// mu guards closed: Add and the shed requests hold it for reading while they hand something
+	// to a loop, so that Close cannot stop the loop between their check and the hand-over.
+	mu     sync.RWMutex
+	closed bool
 
-	done chan struct{} // closed by Close
-	wg   sync.WaitGroup
+	wg sync.WaitGroup
 }
 
-// New starts a hub with cfg.Loops loop goroutines and its unsubscriber; Close stops them.
-func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
+// New starts a hub with cfg.Loops loop goroutines, showing the posts of reg; Close stops them.
+func New(cfg Config, reg *posts.Registry, log *zap.Logger) (*Hub, error) {
 	cfg.defaults()
-	h := &Hub{
-		cfg: cfg, sub: sub, log: log,
-		posts: make(map[string]*Post), unsub: newUnsubscriber(), done: make(chan struct{}),
-	}
+	h := &Hub{cfg: cfg, posts: reg, log: log}
 	for i := 0; i < cfg.Loops; i++ {
 		s, err := newLoop(i, h)
 		if err != nil {
@@ -110,11 +89,6 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 			s.run()
 		}()
 	}
-	h.wg.Add(1)
-	go func() { // exits when Close closes h.done
-		defer h.wg.Done()
-		h.unsubscribeLoop()
-	}()
 	return h, nil
 }
 
@@ -123,19 +97,17 @@ func New(cfg Config, sub Subscriber, log *zap.Logger) (*Hub, error) {
 // and so is one for a post whose subscription is not live (still subscribing, or leaving): it came
 // from another subscription of the channel.
 func (h *Hub) Publish(u update.Update) {
-	h.mu.RLock()
-	p := h.posts[u.PostID]
-	h.mu.RUnlock()
-	if p == nil || !p.receives() {
+	p := h.posts.Receiving(u.PostID)
+	if p == nil {
 		return
 	}
-	// offer checks again under the post's lock; this check only spares encoding a frame for a
+	// Offer checks again under the post's lock; this check only spares encoding a frame for a
 	// message that is already stale.
-	if old := p.latest.Load(); old != nil && !u.Newer(old.u) {
+	if old := p.Latest(); old != nil && !u.Newer(old.Update) {
 		h.stats.Stale.Add(1)
 		return
 	}
-	if !p.offer(newFrame(u)) {
+	if !p.Offer(posts.NewFrame(u)) {
 		h.stats.Stale.Add(1)
 		return
 	}
@@ -145,18 +117,22 @@ func (h *Hub) Publish(u update.Update) {
 	}
 }
 
-// Subscriptions returns how many posts the node is subscribed to (or subscribing), not counting
-// those whose UNSUBSCRIBE is in flight.
-func (h *Hub) Subscriptions() int {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return len(h.posts) - h.leavingPosts
+// Prime gives the hub a post's state read from Redis after the post's subscription became live
+// (a new viewer's snapshot). From then on the post is Known: the node has seen every change
+// since, and later viewers start from its newest frame without a read of their own.
+func (h *Hub) Prime(u update.Update) {
+	p := h.posts.Receiving(u.PostID)
+	if p == nil {
+		return
+	}
+	h.Publish(u)
+	p.SetKnown()
 }
 
 // Viewer describes a new viewer for Add.
 type Viewer struct {
 	Conn     net.Conn                          // hijacked connection, owned by the hub from Add on
-	Posts    []*Post                           // acquired posts, at most MaxPosts; their references pass to the hub
+	Posts    []*posts.Post                     // acquired posts, at most MaxPosts; their references pass to the hub
 	Snapshot []update.Update                   // the state of each post read after subscribing
 	Multi    bool                              // multi-post stream (ids are versions, not counts)
 	Preamble []byte                            // response headers and retry hint, written first
@@ -217,7 +193,7 @@ func (h *Hub) reject(v *Viewer) {
 	if v.Conn != nil {
 		_ = v.Conn.Close()
 	}
-	h.Release(v.Posts)
+	h.posts.Release(v.Posts)
 	h.admitted.Add(-1)
 	if v.OnClose != nil {
 		v.OnClose()
@@ -242,8 +218,8 @@ func (h *Hub) Drain(ctx context.Context, window time.Duration) {
 	}
 }
 
-// Close stops the loops, closes every connection, cancels subscriptions in flight and drops
-// pending unsubscriptions. It waits for every goroutine of the hub.
+// Close stops the loops and closes every connection, giving back the viewers' references to the
+// registry. It waits for every goroutine of the hub.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
@@ -251,13 +227,7 @@ func (h *Hub) Close() {
 		return
 	}
 	h.closed = true
-	for _, p := range h.posts {
-		if p.cancel != nil {
-			p.cancel()
-		}
-	}
 	h.mu.Unlock()
-	close(h.done)
 	for _, s := range h.loops {
 		s.stop()
 	}

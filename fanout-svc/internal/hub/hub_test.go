@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"fmt"
 	"net"
 	"strconv"
@@ -77,7 +79,7 @@ func TestMultiPostStreamUsesVersionIDs(t *testing.T) {
 
 func TestSnapshotNewerThanHubWins(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
-	posts, err := h.Acquire(t.Context(), []string{"s"})
+	held, err := h.posts.Acquire(t.Context(), []string{"s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestSnapshotNewerThanHubWins(t *testing.T) {
 	h.Publish(upd("s", 2))
 	server, client := tcpPair(t)
 	r := startReader(t, client)
-	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("s", 4)}, Preamble: []byte(testPreamble)})
+	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{upd("s", 4)}, Preamble: []byte(testPreamble)})
 	poll.Until(t, 10*time.Second, "snapshot 4", func() bool { u, _ := r.last("s"); return u.Count == 4 })
 	h.Publish(upd("s", 3)) // older than the snapshot: dropped for this viewer
 	h.Publish(upd("s", 5))
@@ -98,12 +100,12 @@ func TestSnapshotNewerThanHubWins(t *testing.T) {
 
 func TestResumeSkipsKnownState(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
-	posts, _ := h.Acquire(t.Context(), []string{"r"})
+	held, _ := h.posts.Acquire(t.Context(), []string{"r"})
 	h.Reserve(0)
 	server, client := tcpPair(t)
 	r := startReader(t, client)
 	_ = client.(*net.TCPConn).SetReadBuffer(1 << 16)
-	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
+	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
 		Resume: func(_ int, u update.Update) bool { return u.Count != 9 }})
 	h.Publish(upd("r", 10))
 	poll.Until(t, 10*time.Second, "count 10", func() bool { u, _ := r.last("r"); return u.Count == 10 })
@@ -123,13 +125,14 @@ func TestDisconnectReleasesSubscription(t *testing.T) {
 	if s, _ := sub.counts("gone"); s != 1 {
 		t.Errorf("subscribed %d times; want 1", s)
 	}
-	if n := h.Subscriptions(); n != 0 {
+	if n := h.posts.Subscriptions(); n != 0 {
 		t.Errorf("%d subscriptions; want none", n)
 	}
 }
 
 func TestReacquireWithinGraceKeepsSubscription(t *testing.T) {
-	h, sub := newTestHub(t, Config{UnsubscribeGrace: time.Hour})
+	sub := newRecordingSubscriber()
+	h := startHub(t, Config{}, posts.Config{UnsubscribeGrace: time.Hour}, sub)
 	_, c := addViewer(t, h, false, "flap")
 	c.Close()
 	poll.Until(t, 10*time.Second, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
@@ -176,13 +179,13 @@ func TestNoPingForAViewerThatGotAFrame(t *testing.T) {
 // socket fills after a few frames.
 func stalledViewer(t *testing.T, h *Hub, post string) net.Conn {
 	t.Helper()
-	posts, _ := h.Acquire(t.Context(), []string{post})
+	held, _ := h.posts.Acquire(t.Context(), []string{post})
 	h.Reserve(0)
 	server, client := tcpPair(t)
 	_ = client.(*net.TCPConn).SetReadBuffer(1024)
 	raw, _ := server.(*net.TCPConn).SyscallConn()
 	_ = raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1024) })
-	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
+	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
 	return client
 }
 

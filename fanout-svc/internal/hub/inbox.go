@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,25 +14,25 @@ import (
 // while the loop has not yet taken the inbox.
 type inbox struct {
 	mu         sync.Mutex
-	dirty      map[*Post]struct{}
+	dirty      map[*posts.Post]struct{}
 	adds       []*Viewer
 	stopping   bool
 	drainReq   time.Duration
 	woken      atomic.Bool
-	spareDirt  map[*Post]struct{}
+	spareDirt  map[*posts.Post]struct{}
 	spareAdds  []*Viewer
-	watching   map[*Post]struct{} // posts with a new watching frame (watching.go)
-	spareWatch map[*Post]struct{}
+	watching   map[*posts.Post]struct{} // posts with a new watching frame (watching.go)
+	spareWatch map[*posts.Post]struct{}
 	listen     Acceptor // a listener to accept from (accept.go)
 }
 
 func newInbox() inbox {
-	return inbox{dirty: make(map[*Post]struct{}), spareDirt: make(map[*Post]struct{}),
-		watching: make(map[*Post]struct{}), spareWatch: make(map[*Post]struct{})}
+	return inbox{dirty: make(map[*posts.Post]struct{}), spareDirt: make(map[*posts.Post]struct{}),
+		watching: make(map[*posts.Post]struct{}), spareWatch: make(map[*posts.Post]struct{})}
 }
 
 // markDirty tells the loop that p has a newer frame. Called by Publish from any goroutine.
-func (s *loop) markDirty(p *Post) {
+func (s *loop) markDirty(p *posts.Post) {
 	s.inbox.mu.Lock()
 	s.inbox.dirty[p] = struct{}{}
 	s.inbox.mu.Unlock()

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"sync/atomic"
 	"time"
 
@@ -22,7 +24,7 @@ type loop struct {
 
 	// Owned by the loop.
 	now      int64
-	posts    map[*Post]*loopPost
+	posts    map[*posts.Post]*loopPost
 	viewers  map[int]*viewer
 	doomed   []*viewer
 	scratch  []byte
@@ -51,7 +53,7 @@ func newLoop(id int, h *Hub) (*loop, error) {
 	return &loop{
 		id: id, hub: h, cfg: h.cfg, poller: p, epoch: time.Now(),
 		inbox: newInbox(),
-		posts: make(map[*Post]*loopPost), viewers: make(map[int]*viewer),
+		posts: make(map[*posts.Post]*loopPost), viewers: make(map[int]*viewer),
 		scratch: make([]byte, 0, 4096), readBuf: make([]byte, 512),
 		tick: int64(tick),
 	}, nil

@@ -1,6 +1,9 @@
 package hub
 
-import "time"
+import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+	"time"
+)
 
 // pacedMin is the fewest viewers of a post on a loop for which a busy display is paced (written
 // to its viewers in turn, spread over the display gap) rather than held and written to all of
@@ -33,7 +36,7 @@ type pacing struct {
 
 // pace makes f, just collected, sp's newest frame and its viewers' turns run until each has had
 // one since. A viewer that had not yet got the previous frame gets f instead: held back.
-func (s *loop) pace(sp *loopPost, f *frame) {
+func (s *loop) pace(sp *loopPost, f *posts.Frame) {
 	p := &sp.pace
 	if p.active {
 		s.counts.displayHeld += int64(p.remaining)
@@ -75,7 +78,7 @@ func (s *loop) advancePacing() {
 		if p.remaining == 0 {
 			p.active = false
 			if f := sp.current; f != nil {
-				s.counts.delivery.observe(wallMicros() - f.u.TS)
+				s.counts.delivery.observe(wallMicros() - f.Update.TS)
 			}
 			continue
 		}
@@ -91,14 +94,14 @@ func (s *loop) give(sp *loopPost, m member) {
 	v, f := m.v, sp.current
 	sl := &v.links[m.link]
 	switch {
-	case v.doomed || f == nil || f.u.TS <= sl.sent:
+	case v.doomed || f == nil || f.Update.TS <= sl.sent:
 		return
 	case v.blocked():
 		s.owe(v, m.link)
 		return
 	}
-	sl.sent = f.u.TS
-	b := f.bytes
+	sl.sent = f.Update.TS
+	b := f.Bytes
 	if v.watching != 0 {
 		b = s.appendOwed(v, append(s.scratch[:0], b...), 1)
 		s.scratch = b[:0]

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
@@ -26,15 +28,15 @@ func (s *loop) register(nv *Viewer) {
 	for i, p := range nv.Posts {
 		sp := s.posts[p]
 		if sp == nil {
-			sp = &loopPost{post: p, current: p.latest.Load(), watching: p.watching.Load()}
+			sp = &loopPost{post: p, current: p.Latest(), watching: p.Watching()}
 			s.posts[p] = sp
 		}
 		v.links[i] = link{sp: sp, idx: len(sp.members)}
 		sp.members = append(sp.members, member{v: v, link: i})
 		state := nv.Snapshot[i]
-		lf := p.latest.Load()
-		if lf != nil && !state.Newer(lf.u) {
-			state = lf.u
+		lf := p.Latest()
+		if lf != nil && !state.Newer(lf.Update) {
+			state = lf.Update
 		} else {
 			lf = nil
 		}
@@ -43,9 +45,9 @@ func (s *loop) register(nv *Viewer) {
 			continue
 		}
 		if lf != nil {
-			buf = append(buf, lf.bytes...)
+			buf = append(buf, lf.Bytes...)
 		} else {
-			buf = appendFrame(buf, state) // a snapshot read from Redis: encoded for this viewer alone
+			buf = posts.AppendFrame(buf, state) // a snapshot read from Redis: encoded for this viewer alone
 		}
 		frames++
 	}

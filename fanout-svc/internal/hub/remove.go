@@ -1,5 +1,7 @@
 package hub
 
+import "github.com/likes/likes/fanout-svc/internal/posts"
+
 // doom marks v for removal by the next reap.
 func (s *loop) doom(v *viewer) {
 	if !v.doomed {
@@ -27,10 +29,10 @@ func (s *loop) removeViewer(v *viewer) {
 		} // else closing the descriptor, below, takes it out of the poller: one system call less
 	}
 	_ = v.conn.Close()
-	posts := make([]*Post, len(v.links))
+	held := make([]*posts.Post, len(v.links))
 	for i, sl := range v.links {
 		sp := sl.sp
-		posts[i] = sp.post
+		held[i] = sp.post
 		last := len(sp.members) - 1
 		moved := sp.members[last]
 		sp.members[sl.idx] = moved
@@ -46,7 +48,7 @@ func (s *loop) removeViewer(v *viewer) {
 	s.counts.disconnects++
 	s.hub.stats.Viewers.Add(-1)
 	s.hub.admitted.Add(-1)
-	s.hub.Release(posts)
+	s.hub.posts.Release(held)
 	if v.onClose != nil {
 		v.onClose()
 	}

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"net"
 )
 
@@ -42,9 +44,9 @@ type member struct {
 
 // loopPost is a post as one loop sees it: its local viewers and what was last sent to them.
 type loopPost struct {
-	post     *Post
-	current  *frame      // the newest frame this loop has processed
-	watching *watchFrame // the newest watching frame this loop has processed
+	post     *posts.Post
+	current  *posts.Frame      // the newest frame this loop has processed
+	watching *posts.WatchFrame // the newest watching frame this loop has processed
 	members  []member
 	gone     bool // no viewers left; dropped from the loop
 
@@ -62,4 +64,5 @@ type loopPost struct {
 }
 
 // MaxPosts is the most posts one viewer may follow: a viewer's owed posts are bits of one uint64.
-const MaxPosts = 64
+// The registry refuses to acquire more for one viewer.
+const MaxPosts = posts.MaxPosts

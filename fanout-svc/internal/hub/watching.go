@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"math/bits"
 
 	"github.com/likes/likes/pkg/sse"
@@ -29,29 +31,9 @@ import (
 // the hysteresis depends on what a node showed before, two nodes may show a large post's number
 // one step apart.
 
-// watchFrame is one watching number of a post as viewers are shown it (rounded), encoded once
-// for every viewer.
-type watchFrame struct {
-	n, ts int64 // the shown number; the start of the interval it was counted in
-	bytes []byte
-}
-
 // watchBatch is the posts with a new watching frame since the loop took its inbox.
 type watchBatch struct {
 	posts []*loopPost
-}
-
-// LocalViewers calls fn once for each post with local viewers, with their number: a viewer of a
-// multi-post stream counts once for each of its posts. It runs under the hub's read lock, in
-// time proportional to the posts, not the viewers; fn must not block.
-func (h *Hub) LocalViewers(fn func(post string, viewers int)) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	for id, p := range h.posts {
-		if p.refs > 0 && p.err == nil {
-			fn(id, p.refs)
-		}
-	}
 }
 
 // PublishWatching hands the hub a post's watching number. It never blocks: it records the number
@@ -59,20 +41,18 @@ func (h *Hub) LocalViewers(fn func(post string, viewers int)) {
 // post in every loop. A number older than the one the hub has, or one that shows the same, is
 // dropped, so viewers hear of visible changes only.
 func (h *Hub) PublishWatching(w update.Watching) {
-	h.mu.RLock()
-	p := h.posts[w.PostID]
-	h.mu.RUnlock()
+	p := h.posts.Lookup(w.PostID)
 	if p == nil {
 		return
 	}
 	for {
-		old := p.watching.Load()
+		old := p.Watching()
 		shown := int64(-1)
 		if old != nil {
-			if old.ts >= w.TS {
+			if old.TS >= w.TS {
 				return
 			}
-			shown = old.n
+			shown = old.N
 		}
 		d := displayWatching(shown, w.Watching)
 		if d == shown {
@@ -80,7 +60,7 @@ func (h *Hub) PublishWatching(w update.Watching) {
 		}
 		nw := w
 		nw.Watching = d
-		if p.watching.CompareAndSwap(old, newWatchFrame(nw)) {
+		if p.SwapWatching(old, posts.NewWatchFrame(nw)) {
 			break
 		}
 	}
@@ -90,14 +70,8 @@ func (h *Hub) PublishWatching(w update.Watching) {
 	}
 }
 
-func newWatchFrame(w update.Watching) *watchFrame {
-	var data [96]byte
-	b := sse.AppendWatching(make([]byte, 0, 112), w.AppendJSON(data[:0]))
-	return &watchFrame{n: w.Watching, ts: w.TS, bytes: b[:len(b):len(b)]}
-}
-
 // markWatching tells the loop that p has a new watching frame. Called from any goroutine.
-func (s *loop) markWatching(p *Post) {
+func (s *loop) markWatching(p *posts.Post) {
 	s.inbox.mu.Lock()
 	s.inbox.watching[p] = struct{}{}
 	s.inbox.mu.Unlock()
@@ -106,12 +80,12 @@ func (s *loop) markWatching(p *Post) {
 
 // collectWatching takes p's newest watching frame into the loop and lists the post for
 // flushWatching, unless the loop has it already (a viewer registered since took it).
-func (s *loop) collectWatching(p *Post) {
+func (s *loop) collectWatching(p *posts.Post) {
 	sp := s.posts[p]
 	if sp == nil {
 		return
 	}
-	wf := p.watching.Load()
+	wf := p.Watching()
 	if wf == nil || wf == sp.watching {
 		return
 	}
@@ -148,7 +122,7 @@ func (s *loop) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
 	var n int64
 	for d := v.watching; d != 0; d &= d - 1 {
 		if wf := v.links[bits.TrailingZeros64(d)].sp.watching; wf != nil {
-			buf = append(buf, wf.bytes...)
+			buf = append(buf, wf.Bytes...)
 			n++
 		}
 	}
@@ -189,7 +163,7 @@ func (s *loop) heartbeat(v *viewer) {
 func (s *loop) appendWatchingState(v *viewer, buf []byte) []byte {
 	for i := range v.links {
 		if wf := v.links[i].sp.watching; wf != nil {
-			buf = append(buf, wf.bytes...)
+			buf = append(buf, wf.Bytes...)
 			s.counts.watchingSent++
 		}
 	}

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"fmt"
 	"strconv"
 	"testing"
@@ -16,28 +18,28 @@ import (
 // beside cpu-ns/viewer, the loop's cost per viewer per interval. One more viewer, of a post of
 // its own, gets a count after each round: its frame tells that the loop has taken the numbers.
 func BenchmarkWatchingChurn(b *testing.B) {
-	const posts = 10
+	const held = 10
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
-			h, _ := newTestHub(b, Config{Loops: 1, UnsubscribeGrace: time.Hour})
-			ids := make([]string, posts)
-			acquired := make([][]*Post, posts)
+			h := startHub(b, Config{Loops: 1}, posts.Config{UnsubscribeGrace: time.Hour}, newRecordingSubscriber())
+			ids := make([]string, held)
+			acquired := make([][]*posts.Post, held)
 			for i := range ids {
 				ids[i] = "watch-" + strconv.Itoa(i)
-				p, err := h.Acquire(b.Context(), []string{ids[i]})
+				p, err := h.posts.Acquire(b.Context(), []string{ids[i]})
 				if err != nil {
 					b.Fatal(err)
 				}
 				acquired[i] = p
 			}
-			barrier, err := h.Acquire(b.Context(), []string{"barrier"})
+			barrier, err := h.posts.Acquire(b.Context(), []string{"barrier"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			conns := startSink(b, n+1)
 			for i, c := range conns[:n] {
 				h.Reserve(0)
-				_ = h.Add(Viewer{Conn: c, Posts: acquired[i%posts], Snapshot: []update.Update{{PostID: ids[i%posts]}}})
+				_ = h.Add(Viewer{Conn: c, Posts: acquired[i%held], Snapshot: []update.Update{{PostID: ids[i%held]}}})
 			}
 			h.Reserve(0)
 			_ = h.Add(Viewer{Conn: conns[n], Posts: barrier, Snapshot: []update.Update{{PostID: "barrier"}}})

@@ -157,7 +157,7 @@ func TestLocalViewers(t *testing.T) {
 	addViewer(t, h, false, "a")
 	addViewer(t, h, true, "a", "b")
 	got := map[string]int{}
-	h.LocalViewers(func(post string, n int) { got[post] = n })
+	h.posts.LocalViewers(func(post string, n int) { got[post] = n })
 	if len(got) != 2 || got["a"] != 3 || got["b"] != 1 {
 		t.Errorf("local viewers %v; want a:3 b:1", got)
 	}

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"github.com/likes/likes/fanout-svc/internal/posts"
+
 	"context"
 	"errors"
 	"net"
@@ -39,6 +41,7 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	hub      *hub.Hub
+	posts    *posts.Registry
 	snap     Snapshotter
 	log      *zap.Logger
 	sources  *perSource
@@ -49,15 +52,16 @@ type Handler struct {
 	Refused atomic.Int64 // viewers turned away because the node or their address was full
 }
 
-// New returns a stream handler.
-func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
+// New returns a stream handler that subscribes its viewers' posts in reg, reads their state with
+// snap and hands the viewers to h.
+func New(cfg Config, h *hub.Hub, reg *posts.Registry, snap Snapshotter, log *zap.Logger) *Handler {
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = 5 * time.Second
 	}
 	if cfg.MaxPosts <= 0 || cfg.MaxPosts > hub.MaxPosts {
 		cfg.MaxPosts = hub.MaxPosts
 	}
-	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.Clients),
+	return &Handler{cfg: cfg, hub: h, posts: reg, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.Clients),
 		preambles: newPreambles(cfg.Retry)}
 }
 
@@ -186,7 +190,7 @@ func (h *Handler) reserve(src source) (release func(), no *refusal) {
 
 // giveBack returns what an admitted stream holds when it does not reach the hub.
 func (h *Handler) giveBack(v hub.Viewer) {
-	h.hub.Release(v.Posts)
+	h.posts.Release(v.Posts)
 	h.hub.Unreserve()
 	if v.OnClose != nil {
 		v.OnClose()
@@ -221,7 +225,7 @@ func (no *refusal) retryAfter() string { return strconv.Itoa(max(int(no.retry/ti
 func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.SetupTimeout)
 	defer cancel()
-	acquired, err := h.hub.Acquire(ctx, posts)
+	acquired, err := h.posts.Acquire(ctx, posts)
 	if err != nil {
 		return hub.Viewer{}, err
 	}
