@@ -1,8 +1,9 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
 	"math/bits"
+
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // batch is the frames a loop collected since its last flush: the posts with frames owed to their

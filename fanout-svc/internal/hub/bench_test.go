@@ -1,8 +1,6 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"bufio"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/update"
 

@@ -1,8 +1,6 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/rediskeys"

@@ -1,8 +1,6 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"context"
 	"net"
 	"sync"
@@ -11,6 +9,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"

@@ -1,11 +1,11 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // inbox is how other goroutines reach a loop: Publish marks posts dirty, Add hands over viewers,

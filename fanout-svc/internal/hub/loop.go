@@ -1,12 +1,11 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"sync/atomic"
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // loop is one event loop: one goroutine around one epoll instance, owning a share of the viewers.

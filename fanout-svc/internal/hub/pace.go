@@ -1,8 +1,9 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
 	"time"
+
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // pacedMin is the fewest viewers of a post on a loop for which a busy display is paced (written

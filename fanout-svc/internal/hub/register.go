@@ -1,11 +1,10 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // register adopts a new viewer: links it to its posts, writes the preamble and the current state

@@ -1,8 +1,6 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"context"
 	"errors"
 	"net"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
 )

@@ -1,9 +1,9 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"net"
+
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // viewer is one SSE connection after it left net/http. It is owned by one loop goroutine and

@@ -1,18 +1,17 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"math/bits"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
 
-// Watching numbers ("N watching now") reach viewers through shared frames and latest-value
-// newest-value pointers like counts, but they never cost a write of their own: at 100K viewers a number that
-// changes every interval would otherwise be 50K writes per second for a figure nobody reads to the
-// last digit. So:
+// Watching numbers ("N watching now") reach viewers through shared frames and newest-value pointers
+// like counts, but they never cost a write of their own: at 100K viewers a number that changes
+// every interval would otherwise be 50K writes per second for a figure nobody reads to the last
+// digit. So:
 //
 //   - PublishWatching rounds the number first (displayWatching: exact below 1,000, three
 //     significant digits above) and drops it when the shown number stays the same. Each shown

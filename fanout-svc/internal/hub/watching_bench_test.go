@@ -1,13 +1,12 @@
 package hub
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/update"
 )
 

@@ -126,9 +126,9 @@ func (r *Registry) Close() {
 
 // Acquire takes a reference on each post for a viewer that is about to be added, subscribing the
 // node to posts that had no local viewers. It returns once every subscription is active. The
-// subscriptions run on the registry's goroutines, all at once, under a context the registry owns: a viewer
-// that gives up (ctx done) leaves alone, and the viewers waiting on the same subscription keep
-// waiting. On error no reference is kept.
+// subscriptions run on the registry's goroutines, all at once, under a context the registry owns: a
+// viewer that gives up (ctx done) leaves alone, and the viewers waiting on the same subscription
+// keep waiting. On error no reference is kept.
 func (r *Registry) Acquire(ctx context.Context, ids []string) ([]*Post, error) {
 	if len(ids) > MaxPosts {
 		return nil, errTooManyPosts

@@ -15,8 +15,8 @@ const (
 )
 
 // unsubscriber holds the idle posts by the end of their grace period, so that a page refresh does
-// not flap the subscription. Its queue is guarded by Registry.mu; Registry.unsubscribeLoop takes the due
-// posts off it in batches and unsubscribes them without a lock.
+// not flap the subscription. Its queue is guarded by Registry.mu; Registry.unsubscribeLoop takes
+// the due posts off it in batches and unsubscribes them without a lock.
 type unsubscriber struct {
 	idle idleQueue
 	wake chan struct{} // a new deadline to consider

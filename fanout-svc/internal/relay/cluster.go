@@ -31,10 +31,11 @@ type clusterBus struct {
 	topo   *topology
 
 	// mu guards the maps below; it is never held across a Redis call. No lock is held across
-	// SSUBSCRIBE or CLUSTER SLOTS either: the hub never has a subscribe and an unsubscribe of the
-	// same post in flight at once, each pub/sub connection writes its commands in order, and
-	// where a reconciliation races with a subscription (a slot moving while a channel joins or
-	// leaves it), the loser puts things right afterwards (see resubscribeSlot and subscribe).
+	// SSUBSCRIBE or CLUSTER SLOTS either: the registry of posts never has a subscribe and an
+	// unsubscribe of the same post in flight at once, each pub/sub connection writes its commands
+	// in order, and where a reconciliation races with a subscription (a slot moving while a channel
+	// joins or leaves it), the loser puts things right afterwards (see resubscribeSlot and
+	// subscribe).
 	mu         sync.Mutex
 	conns      map[string]*masterConn // master address -> its pub/sub connection
 	slots      map[int]*slotSubs      // slot -> its subscribed channels
@@ -167,9 +168,9 @@ func (b *clusterBus) connFor(addr string) (*masterConn, error) {
 	return mc, nil
 }
 
-// start runs the connection's receive loop; b.mu is held. The loop exits when the connection is stopped
-// (by dropUnusedConns, or for every connection when run ends) and closes the connection's client on its way
-// out.
+// start runs the connection's receive loop; b.mu is held. The loop exits when the connection is
+// stopped (by dropUnusedConns, or for every connection when run ends) and closes the connection's
+// client on its way out.
 func (b *clusterBus) start(mc *masterConn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	mc.cancel, mc.started = cancel, true

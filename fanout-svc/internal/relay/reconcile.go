@@ -39,7 +39,8 @@ func (b *clusterBus) reconcileLoop(ctx context.Context) {
 }
 
 // reconcile resubscribes every dirty slot (and every slot of a dirty connection) on its owner, and
-// drops the connections to nodes that no longer own slots. A slot that fails stays dirty for the next round.
+// drops the connections to nodes that no longer own slots. A slot that fails stays dirty for the
+// next round.
 func (b *clusterBus) reconcile(ctx context.Context) {
 	b.mu.Lock()
 	slots := b.dirtySlots
@@ -72,7 +73,7 @@ func (b *clusterBus) reconcile(ctx context.Context) {
 // MOVED named it, else the slot map), moving them off the node that had them if that changed.
 // Subscribing again where they already are is harmless: Redis confirms and the relay re-reads.
 // No lock is held across the commands; a channel that left the slot meanwhile is unsubscribed
-// again afterwards, so a move never resurrects a subscription the hub dropped.
+// again afterwards, so a move never resurrects a subscription the registry of posts dropped.
 func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string) error {
 	b.mu.Lock()
 	ss := b.slots[slot]

@@ -111,8 +111,8 @@ func (r *Relay) Subscribe(ctx context.Context, postID string) error {
 	return err
 }
 
-// Unsubscribe drops the posts' channels, in one command where the bus can (the hub hands over
-// hundreds at once when many posts go idle together), within 2 s however Redis is doing.
+// Unsubscribe drops the posts' channels, in one command where the bus can (the registry of posts
+// hands over hundreds at once when many posts go idle together), within 2 s however Redis is doing.
 func (r *Relay) Unsubscribe(postIDs []string) {
 	chs := make([]string, len(postIDs))
 	for i, id := range postIDs {

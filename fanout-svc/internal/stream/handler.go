@@ -1,8 +1,6 @@
 package stream
 
 import (
-	"github.com/likes/likes/fanout-svc/internal/posts"
-
 	"context"
 	"errors"
 	"net"
@@ -15,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/pkg/update"
@@ -152,8 +151,8 @@ var (
 )
 
 // admit takes everything a stream needs before it can be handed to the hub: a place in its
-// address's quota, an admission of the node, and its posts' subscriptions and state. On refusal it holds
-// nothing.
+// address's quota, an admission of the node, and its posts' subscriptions and state. On refusal it
+// holds nothing.
 func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Viewer, *refusal) {
 	release, no := h.reserve(src)
 	if no != nil {
