@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/fanout-svc/internal/watching"
 	"github.com/likes/likes/fanout-svc/internal/web"
@@ -28,6 +29,7 @@ type config struct {
 	Serve       serve.Options
 	Redis       redisconn.Config
 	Hub         hub.Config
+	Posts       posts.Config
 	Stream      stream.Config
 	Page        web.Config
 	Watching    watching.Config
@@ -48,7 +50,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.Duration(&c.Stream.Retry, "retry", "SSE_RETRY", 2*time.Second, "reconnect delay sent to viewers as retry:, jittered up to +50%")
 	s.Int(&c.Stream.MaxPerSource, "max-viewers-per-ip", "MAX_VIEWERS_PER_IP", 0, "viewers per client address; 0 = no limit")
 	s.List(&c.trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for MAX_VIEWERS_PER_IP: addresses, CIDRs, or host names (the balancer's service name: every address it resolves to is trusted; names are resolved at start and again every "+clientip.DefaultRefresh.String()+", and one that does not resolve yet trusts nothing)")
-	s.Int(&c.Hub.Shards, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
+	s.Int(&c.Hub.Loops, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
 	s.Duration(&c.Hub.FlushWindow, "flush-window", "FLUSH_WINDOW", 0, "batch each viewer's frames over this window into one write; 0 = write at once")
 	s.Float(&c.Hub.PostRate, "post-rate", "POST_RATE_LIMIT", 0, "max updates per second per post sent to viewers (newest wins); 0 = the display budget decides")
 	s.Float(&c.Hub.DisplayBudget, "display-budget", "DISPLAY_BUDGET", hub.DefaultDisplayBudget,
@@ -57,7 +59,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (confi
 	s.Duration(&c.Hub.Heartbeat, "heartbeat", "HEARTBEAT_INTERVAL", 15*time.Second, "idle viewers get a ': ping' comment (or their owed watching numbers) this often")
 	s.Duration(&c.Hub.StallTimeout, "stall-timeout", "STALL_TIMEOUT", 60*time.Second, "drop a viewer whose socket has not drained for this long; 0 = never")
 	s.Int(&c.Hub.SendBuffer, "send-buffer", "SEND_BUFFER", 64<<10, "kernel send buffer per viewer socket in bytes (bounds what a never-reading client can pin); 0 = kernel autotuning")
-	s.Duration(&c.Hub.UnsubscribeGrace, "unsubscribe-grace", "UNSUBSCRIBE_GRACE", 5*time.Second, "keep a post's subscription this long after its last viewer left")
+	s.Duration(&c.Posts.UnsubscribeGrace, "unsubscribe-grace", "UNSUBSCRIBE_GRACE", 5*time.Second, "keep a post's subscription this long after its last viewer left")
 	s.Duration(&c.Watching.Interval, "watching-interval", "WATCHING_INTERVAL", 2*time.Second, "how often the nodes count a post's \"watching now\" number (a change reaches viewers with their next count or heartbeat); 0 = off")
 	s.Duration(&c.DrainWindow, "drain-window", "DRAIN_WINDOW", 5*time.Second, "on SIGTERM, close viewers spread over this window")
 	s.Duration(&c.RedisGrace, "redis-grace", "REDIS_GRACE", 20*time.Second, "after Redis has been unreachable this long, move viewers to other nodes (closed over the drain window); 0 = never")

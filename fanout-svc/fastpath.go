@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
-	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/pkg/serve"
 )
@@ -22,21 +21,21 @@ import (
 const streamPrefix = "GET /sse"
 
 // fastListen puts the fast accept path (fastaccept) in front of the node's listener: the hub's
-// shards accept connections themselves, and an SSE connect is read, admitted and handed to the
-// hub by the stream handler's ServeConn on the shard's own loop, without net/http and without a
+// loops accept connections themselves, and an SSE connect is read, admitted and handed to the
+// hub by the stream handler's ServeConn on the loop itself, without net/http and without a
 // goroutine or a hand-over between accept and the first frame (net/http's per-connection
 // buffers, request, routing and middleware were a third of the node's CPU per connect, and the
 // hops between goroutines most of the rest at a low connect rate). Everything else reaches the
 // returned listener, which net/http serves as before. A head must arrive within the server's
-// ReadHeaderTimeout, as net/http's must; the shards judge it within fastaccept.TickEvery.
+// ReadHeaderTimeout, as net/http's must; the loops judge it within fastaccept.TickEvery.
 //
 // A stream whose setup waits on Redis (a post the node does not know yet) is served on a
 // goroutine of its own (fastaccept.Blocking), so that no loop waits for it.
-func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
+func fastListen(inner net.Listener, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
 	var pauses atomic.Int64
-	onPause := func(err error) { // on a shard's loop: log the first pause and every 100th after
+	onPause := func(err error) { // on an event loop: log the first pause and every 100th after
 		if n := pauses.Add(1); n == 1 || n%100 == 0 {
-			log.Warn("accept failed; the shard stops accepting for a moment", zap.Error(err), zap.Int64("pauses", n))
+			log.Warn("accept failed; the loop stops accepting for a moment", zap.Error(err), zap.Int64("pauses", n))
 		}
 	}
 	panics := &loopPanics{log: log}
@@ -49,7 +48,6 @@ func fastListen(inner net.Listener, h *hub.Hub, o serve.Options, streams *stream
 	if err != nil {
 		return nil, err
 	}
-	h.Listen(ln)
 	return ln, nil
 }
 

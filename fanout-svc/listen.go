@@ -14,7 +14,7 @@ import (
 )
 
 // listen opens the node's listener with the socket options every viewer needs already on it, so
-// that a connect pays for none of them (issue 21: the node's CPU per connect is mostly
+// that a connect pays for none of them (the node's CPU per connect is mostly
 // syscalls, and each setsockopt is one):
 //
 //   - The send buffer (SO_SNDBUF, the hub's SendBuffer) is set on the listening socket; Linux
@@ -28,7 +28,7 @@ import (
 //     server's IdleTimeout, and a slow request head by ReadHeaderTimeout.
 //   - Accept is deferred until the client has sent something (TCP_DEFER_ACCEPT, as nginx's
 //     `deferred`), for up to the ReadHeaderTimeout: the request head comes with the connection,
-//     so the shard that accepts it reads it at once and never watches the socket for it, and a
+//     so the loop that accepts it reads it at once and never watches the socket for it, and a
 //     client that connects and sends nothing costs no descriptor meanwhile.
 func listen(o serve.Options, sendBuffer int) (net.Listener, error) {
 	lc := net.ListenConfig{KeepAlive: -1}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/fanout-svc/internal/relay"
 	"github.com/likes/likes/fanout-svc/internal/stream"
 	"github.com/likes/likes/fanout-svc/internal/watching"
@@ -14,7 +15,7 @@ import (
 
 // registerMetrics exposes the hub's, relay's and handler's counters. They are read at scrape time
 // from atomics the engine keeps anyway, so metrics add nothing to the fan-out path.
-func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, streams *stream.Handler) {
+func registerMetrics(reg *prometheus.Registry, h *hub.Hub, p *posts.Registry, rel *relay.Relay, streams *stream.Handler) {
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	hs, rs := h.Stats(), rel.Stats()
 	gauge := func(name, help string, f func() float64) {
@@ -24,12 +25,12 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, rel *relay.Relay, str
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
 	}
 	gauge("likes_fanout_viewers", "Connected viewers.", func() float64 { return float64(hs.Viewers.Load()) })
-	gauge("likes_fanout_subscriptions", "Posts this node is subscribed to.", func() float64 { return float64(h.Subscriptions()) })
+	gauge("likes_fanout_subscriptions", "Posts this node is subscribed to.", func() float64 { return float64(p.Subscriptions()) })
 	counter("likes_fanout_updates_total", "Updates accepted from Redis.", func() float64 { return float64(hs.Updates.Load()) })
 	counter("likes_fanout_updates_stale_total", "Updates dropped as older than the node's newest.", func() float64 { return float64(hs.Stale.Load()) })
 	counter("likes_fanout_events_sent_total", "Event frames handed to viewer sockets.", func() float64 { return float64(hs.FramesSent.Load()) })
 	counter("likes_fanout_events_conflated_total", "Frames replaced by a newer one before a slow viewer could take them.", func() float64 { return float64(hs.Conflated.Load()) })
-	counter("likes_fanout_display_held_total", "Frames a post's viewers were not shown because its display rate (POST_RATE_LIMIT, DISPLAY_BUDGET) sent a newer one at its next slot; part of likes_fanout_events_conflated_total.",
+	counter("likes_fanout_display_held_total", "Frames a post's viewers were not shown because its display rate (POST_RATE_LIMIT, DISPLAY_BUDGET) sent a newer one at its next turn; part of likes_fanout_events_conflated_total.",
 		func() float64 { return float64(hs.DisplayHeld.Load()) })
 	counter("likes_fanout_writes_total", "write(2) calls to viewer sockets.", func() float64 { return float64(hs.Writes.Load()) })
 	counter("likes_fanout_bytes_written_total", "Bytes written to viewer sockets.", func() float64 { return float64(hs.BytesWritten.Load()) })
@@ -71,7 +72,7 @@ func connectionCap(maxConns int) int {
 var deliveryDesc = prometheus.NewDesc("likes_fanout_delivery_seconds",
 	"Seconds from a change stored in Redis to its frame written to this node's viewers, per post per write pass.", nil, nil)
 
-// deliveryCollector exposes hub.Delivery, which the shards keep in atomics of their own (a
+// deliveryCollector exposes hub.Delivery, which the loops keep in atomics of their own (a
 // prometheus.Histogram would be an Observe per post on the hot path), as a histogram.
 type deliveryCollector struct{ d *hub.Delivery }
 

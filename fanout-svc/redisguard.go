@@ -18,7 +18,7 @@ const guardProbeInterval = time.Second
 
 // guardLostAfter is how many probes in a row must fail before the node counts Redis as lost and
 // refuses new streams: one ping that times out while a connect burst fills the Redis pool is load,
-// not a partition (seen: a ramp of 18,000 viewers refused 2,000 of them on one slow ping).
+// not a partition.
 const guardLostAfter = 3
 
 // redisGuard watches whether this node reaches Redis. A node cut off from Redis hears no

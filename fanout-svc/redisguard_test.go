@@ -20,14 +20,14 @@ import (
 	"github.com/likes/likes/pkg/update"
 )
 
-// node is a fanout-svc started by run() for a test, with an HTTP client of its own.
-type node struct {
+// testNode is a fanout-svc started by run() for a test, with an HTTP client of its own.
+type testNode struct {
 	base   string
 	client *http.Client
 }
 
 // startNode runs fanout-svc against redisURL until the test ends; env adds settings.
-func startNode(t *testing.T, redisURL string, env map[string]string) *node {
+func startNode(t *testing.T, redisURL string, env map[string]string) *testNode {
 	t.Helper()
 	addr := freeport.Addr(t)
 	all := map[string]string{"LISTEN_ADDR": addr, "REDIS_URL": redisURL, "LOG_LEVEL": "error", "REDIS_TIMEOUT": "300ms"}
@@ -38,7 +38,7 @@ func startNode(t *testing.T, redisURL string, env map[string]string) *node {
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"fanout-svc"}, func(k string) string { return all[k] }, io.Discard) }()
 	tr := &http.Transport{}
-	n := &node{base: "http://" + addr, client: &http.Client{Transport: tr}}
+	n := &testNode{base: "http://" + addr, client: &http.Client{Transport: tr}}
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -55,7 +55,7 @@ func startNode(t *testing.T, redisURL string, env map[string]string) *node {
 	return n
 }
 
-func (n *node) status(path string) int {
+func (n *testNode) status(path string) int {
 	resp, err := n.client.Get(n.base + path)
 	if err != nil {
 		return 0
@@ -65,13 +65,13 @@ func (n *node) status(path string) int {
 	return resp.StatusCode
 }
 
-func (n *node) awaitStatus(t *testing.T, path string, want int) {
+func (n *testNode) awaitStatus(t *testing.T, path string, want int) {
 	t.Helper()
 	poll.Until(t, 10*time.Second, path+" answering "+strconv.Itoa(want), func() bool { return n.status(path) == want })
 }
 
 // metric reads one unlabelled sample from /metrics; -1 when absent.
-func (n *node) metric(name string) float64 {
+func (n *testNode) metric(name string) float64 {
 	resp, err := n.client.Get(n.base + "/metrics")
 	if err != nil {
 		return -1
@@ -99,7 +99,7 @@ type watcher struct {
 }
 
 // watch opens /sse/post and waits for its first count.
-func (n *node) watch(t *testing.T, post string) *watcher {
+func (n *testNode) watch(t *testing.T, post string) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := sseclient.URLRequest(n.base + "/sse/" + post)

@@ -25,7 +25,7 @@ func TestManifestsRouteFanoutRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := zaptest.NewLogger(t)
-	streams := stream.New(cfg.Stream, nil, nil, log)
+	streams := stream.New(cfg.Stream, nil, nil, nil, log)
 	reg := prometheus.NewRegistry()
 	router := newRouter(cfg, log, reg, serve.NewRequestMetrics(reg, "likes_fanout"), streams, &redisGuard{}, func(context.Context) error { return nil })
 	m := routestest.Load(t, "..")

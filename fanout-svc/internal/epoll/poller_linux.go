@@ -31,7 +31,7 @@ const (
 // is, with a deadline for the timeout. A goroutine blocked in a system call keeps its thread and,
 // after a while, makes the runtime's monitor take its P and wake another thread for it; on a node
 // whose loop sleeps between connects, that hand-off was a sixth of the node's CPU per connect
-// (issue 21 §3: six nodes on one core, each connect waking one of them). Parked in the poller, an
+// (with several nodes on one core, each connect waking one of them). Parked in the poller, an
 // idle loop costs the runtime nothing, and a connect wakes it on the thread that polls.
 type Poller struct {
 	epfd   int

@@ -7,10 +7,10 @@
 // the handler declines) goes to net/http untouched, through the Listener, whose connections
 // replay the bytes already read.
 //
-// It exists for fanout-svc's SSE connects (issue 21 §2): a stream leaves net/http by Hijack after
+// It exists for fanout-svc's SSE connects: a stream leaves net/http by Hijack after
 // one request anyway; net/http's per-connection buffers, request parsing and routing were a third
 // of the node's CPU per connect, and the hops between goroutines (accept, the head's reader, the
-// shard's inbox) most of the rest when connects arrive one at a time. Served on the shard's loop,
+// loop's inbox) most of the rest when connects arrive one at a time. Served on the loop itself,
 // a connect costs what it costs nginx: accept4, one read, one epoll_ctl and one write.
 //
 // The accepted sockets never enter Go's poller (Conn): a connection the handler declines is

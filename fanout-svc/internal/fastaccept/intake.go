@@ -116,6 +116,9 @@ func (in *Intake) Waiting() bool { return in.paused != 0 || len(in.order) > 0 }
 // HeadTimeout and of the pause after accept failed.
 const TickEvery = 10 * time.Millisecond
 
+// TickEvery returns TickEvery, for a loop that knows the intake by its methods alone.
+func (in *Intake) TickEvery() time.Duration { return TickEvery }
+
 // Tick closes the pending heads past their deadline and resumes accepting after a pause.
 func (in *Intake) Tick() {
 	now := in.clock()

@@ -63,7 +63,7 @@ func startLoop(t *testing.T, cfg Config) (l *Listener, accepted *atomic.Int64) {
 }
 
 // startListener listens on loopback with handler and runs one event loop on the listener, as a
-// server's own loops would (the node's are the hub's shards), until the test ends.
+// server's own loops would (the node's are the hub's loops), until the test ends.
 func startListener(t *testing.T, cfg Config, handler Handler) *Listener {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -172,7 +172,7 @@ func TestLoopClosesStalledHeadsWithoutBlockingOthers(t *testing.T) {
 func TestLoopBoundsPendingHeads(t *testing.T) {
 	l, accepted := startLoop(t, Config{Prefix: "GET /f", MaxPending: 1, HeadTimeout: 5 * time.Second})
 	stalled := dialSending(t, l, "GET /fa")
-	poll.Until(t, 5*time.Second, "the stalled head to take the pending slot", func() bool { return l.Pending() == 1 })
+	poll.Until(t, 5*time.Second, "the stalled head to be the one pending", func() bool { return l.Pending() == 1 })
 	second := dialSending(t, l, "GET /fast HTTP/1.1\r\n")
 	poll.Until(t, 5*time.Second, "net/http to get the second connection", func() bool { return accepted.Load() == 1 })
 	if _, err := io.WriteString(second, "Host: a\r\n\r\n"); err != nil {
@@ -184,7 +184,7 @@ func TestLoopBoundsPendingHeads(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	if b, _ := io.ReadAll(resp.Body); string(b) != "GET /fast " {
-		t.Errorf("got %q; want net/http's answer while the one pending slot is taken", b)
+		t.Errorf("got %q; want net/http's answer while the one pending head is taken", b)
 	}
 	_ = stalled
 }

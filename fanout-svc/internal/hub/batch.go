@@ -1,37 +1,41 @@
 package hub
 
-import "math/bits"
+import (
+	"math/bits"
 
-// batch is the frames a shard collected since its last flush: the posts with frames owed to their
+	"github.com/likes/likes/fanout-svc/internal/posts"
+)
+
+// batch is the frames a loop collected since its last flush: the posts with frames owed to their
 // viewers, and the multi-post viewers whose posts' batches are concatenated into one write.
 type batch struct {
-	posts   []*shardPost
+	posts   []*loopPost
 	viewers []*viewer
-	frames  []*frame // scratch for Post.since
-	flushAt int64    // with a flush window: when the open batch is written; 0: no batch open
+	frames  []*posts.Frame // scratch for Post.Since
+	flushAt int64          // with a flush window: when the open batch is written; 0: no batch open
 }
 
-// collect appends p's frames that this shard has not processed yet to the post's current batch
+// collect appends p's frames that this loop has not processed yet to the post's current batch
 // (or holds them for the rate cap). Batches are written by flushBatches: at once, or when the
 // flush window closes.
-func (s *shard) collect(p *Post) {
+func (s *loop) collect(p *posts.Post) {
 	sp := s.posts[p]
 	if sp == nil {
 		return
 	}
 	var seen uint64
 	if sp.current != nil {
-		seen = sp.current.seq
+		seen = sp.current.Seq
 	}
-	newest := p.latest.Load()
-	if newest == nil || newest.seq <= seen {
+	newest := p.Latest()
+	if newest == nil || newest.Seq <= seen {
 		return
 	}
 	gap := s.displayGap(sp)
 	if gap > 0 && len(sp.members) >= pacedMin && (sp.pace.active || s.now < sp.nextAllowed) {
 		// A busy big room takes turns at the display rate (pace.go); the first update after a
 		// quiet spell went to all of it at once, below.
-		skipped := int64(newest.seq-seen-1) * int64(len(sp.members))
+		skipped := int64(newest.Seq-seen-1) * int64(len(sp.members))
 		s.counts.conflated += skipped
 		s.counts.displayHeld += skipped
 		sp.nextAllowed = s.now + gap
@@ -48,13 +52,13 @@ func (s *shard) collect(p *Post) {
 	if gap > 0 {
 		sp.nextAllowed = s.now + gap
 		// A capped post shows its newest value at the display rate, never its history.
-		skipped := int64(newest.seq-seen-1) * int64(len(sp.members))
+		skipped := int64(newest.Seq-seen-1) * int64(len(sp.members))
 		s.counts.conflated += skipped
 		s.counts.displayHeld += skipped
 		s.addToBatch(sp, newest)
 		return
 	}
-	frames, skipped := p.since(seen, s.batch.frames[:0])
+	frames, skipped := p.Since(seen, s.batch.frames[:0])
 	s.counts.conflated += int64(skipped) * int64(len(sp.members))
 	for i, f := range frames {
 		s.addToBatch(sp, f)
@@ -63,8 +67,8 @@ func (s *shard) collect(p *Post) {
 	s.batch.frames = frames[:0]
 }
 
-// releaseHeld collects the rate-capped posts whose next slot has come.
-func (s *shard) releaseHeld() {
+// releaseHeld collects the rate-capped posts whose next turn has come.
+func (s *loop) releaseHeld() {
 	keep := s.held[:0]
 	for _, sp := range s.held {
 		if sp.gone {
@@ -84,12 +88,12 @@ func (s *shard) releaseHeld() {
 // addToBatch appends f to the post's batch: the frames its viewers are owed at the next flush,
 // concatenated once in both id forms and shared by every viewer. Past MaxBatchFrames the batch
 // keeps only the newest frame: a viewer then gets the newest count, not the history.
-func (s *shard) addToBatch(sp *shardPost, f *frame) {
+func (s *loop) addToBatch(sp *loopPost, f *posts.Frame) {
 	sp.current = f
 	if !sp.inBatch {
 		sp.inBatch = true
 		sp.batch, sp.batchFrames = sp.batch[:0], 0
-		sp.batchFirstTS = f.u.TS
+		sp.batchFirstTS = f.Update.TS
 		s.batch.posts = append(s.batch.posts, sp)
 		if s.cfg.FlushWindow > 0 && s.batch.flushAt == 0 {
 			s.batch.flushAt = s.now + int64(s.cfg.FlushWindow)
@@ -98,16 +102,16 @@ func (s *shard) addToBatch(sp *shardPost, f *frame) {
 	if sp.batchFrames >= s.cfg.MaxBatchFrames {
 		s.counts.conflated += int64(sp.batchFrames * len(sp.members))
 		sp.batch, sp.batchFrames = sp.batch[:0], 0
-		sp.batchFirstTS = f.u.TS
+		sp.batchFirstTS = f.Update.TS
 	}
-	sp.batch = append(sp.batch, f.bytes...)
+	sp.batch = append(sp.batch, f.Bytes...)
 	sp.batchFrames++
 }
 
 // flushBatches writes each viewer's owed frames: one write per single-post viewer (the post's
 // shared batch bytes), one write per multi-post viewer (its posts' batches concatenated). The
 // watching frames a viewer is owed go in the same write (appendOwed, watching.go).
-func (s *shard) flushBatches() {
+func (s *loop) flushBatches() {
 	for _, sp := range s.batch.posts {
 		if sp.gone {
 			continue
@@ -118,7 +122,7 @@ func (s *shard) flushBatches() {
 				continue
 			}
 			if v.multi {
-				v.batchDirty |= 1 << uint(m.slot)
+				v.batchDirty |= 1 << uint(m.link)
 				if !v.inBatchList {
 					v.inBatchList = true
 					s.batch.viewers = append(s.batch.viewers, v)
@@ -176,20 +180,20 @@ func (s *shard) flushBatches() {
 	s.batch.posts, s.batch.viewers, s.batch.flushAt = s.batch.posts[:0], s.batch.viewers[:0], 0
 }
 
-// batchBytes returns what slot i of v is owed from its post's batch: every frame of the batch
+// batchBytes returns what link i of v is owed from its post's batch: every frame of the batch
 // (shared bytes), or only the newest if v already had part of it (it joined mid-batch). It
 // records the newest as sent.
 func batchBytes(v *viewer, i int) ([]byte, int64) {
-	sl := &v.slots[i]
+	sl := &v.links[i]
 	sp := sl.sp
 	cur := sp.current
-	if cur == nil || cur.u.TS <= sl.sent {
+	if cur == nil || cur.Update.TS <= sl.sent {
 		return nil, 0
 	}
 	prev := sl.sent
-	sl.sent = cur.u.TS
+	sl.sent = cur.Update.TS
 	if prev >= sp.batchFirstTS || sp.batchFrames == 0 {
-		return cur.bytes, 1
+		return cur.Bytes, 1
 	}
 	return sp.batch, int64(sp.batchFrames)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/update"
 
@@ -105,14 +106,14 @@ func startSink(b *testing.B, n int) []net.Conn {
 func BenchmarkBroadcast(b *testing.B) {
 	for _, n := range []int{1, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
-			h, _ := newTestHub(b, Config{Shards: 1, UnsubscribeGrace: time.Hour})
-			posts, err := h.Acquire(b.Context(), []string{"bench"})
+			h := startHub(b, Config{Loops: 1}, posts.Config{UnsubscribeGrace: time.Hour}, newRecordingSubscriber())
+			held, err := h.posts.Acquire(b.Context(), []string{"bench"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, c := range startSink(b, n) {
 				h.Reserve(0)
-				_ = h.Add(Viewer{Conn: c, Posts: posts, Snapshot: []update.Update{{PostID: "bench"}}})
+				_ = h.Add(Viewer{Conn: c, Posts: held, Snapshot: []update.Update{{PostID: "bench"}}})
 			}
 			stats := h.Stats()
 			for stats.FramesSent.Load() < int64(n) {
@@ -127,7 +128,7 @@ func BenchmarkBroadcast(b *testing.B) {
 				want := stats.FramesSent.Load() + int64(n)
 				h.Publish(update.Update{PostID: "bench", Count: ts, TS: ts})
 				for stats.FramesSent.Load() < want {
-					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the shard's core
+					time.Sleep(100 * time.Microsecond) // park: a spinning waiter would take the loop's core
 				}
 			}
 			reportPerEvent(b, n, cpu0)
@@ -138,7 +139,7 @@ func BenchmarkBroadcast(b *testing.B) {
 // BenchmarkBareWriteLoop is the floor the engine is measured against: the same frame written
 // with one write(2) per socket in a plain loop, nothing else. Compare cpu-ns/event.
 func BenchmarkBareWriteLoop(b *testing.B) {
-	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).bytes
+	frame := posts.NewFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).Bytes
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("viewers=%d", n), func(b *testing.B) {
 			conns := startSink(b, n)

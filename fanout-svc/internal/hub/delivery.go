@@ -10,7 +10,7 @@ import (
 // objective's 100 ms among them.
 var DeliveryBuckets = [...]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
 
-// deliveryBucketMicros are DeliveryBuckets in microseconds, as the shards compare them.
+// deliveryBucketMicros are DeliveryBuckets in microseconds, as the loops compare them.
 var deliveryBucketMicros = func() [len(DeliveryBuckets)]int64 {
 	var us [len(DeliveryBuckets)]int64
 	for i, b := range DeliveryBuckets {
@@ -19,7 +19,7 @@ var deliveryBucketMicros = func() [len(DeliveryBuckets)]int64 {
 	return us
 }()
 
-// Delivery is how long updates took from Redis to this node's viewers: for each post in a shard's
+// Delivery is how long updates took from Redis to this node's viewers: for each post in a loop's
 // write pass, the wall time at the pass less the version of the pass's oldest frame (the Redis
 // clock when the change was stored, update.Update.TS). One sample per post per write pass, not per
 // viewer. It includes the publish, the pub/sub hop, the node's queue and flush window, and the
@@ -42,7 +42,7 @@ func (d *Delivery) Snapshot() (count uint64, sum float64, cumulative map[float64
 	return count, float64(d.sumMicros.Load()) / 1e6, cumulative
 }
 
-// deliveryTally is a shard's samples since its last flush into Stats.
+// deliveryTally is a loop's samples since its last flush into Stats.
 type deliveryTally struct {
 	buckets   [len(DeliveryBuckets) + 1]int64
 	sumMicros int64

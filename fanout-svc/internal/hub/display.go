@@ -16,23 +16,23 @@ const (
 const minDisplayGap = int64(10 * time.Millisecond)
 
 // displayGap is the least time, in nanoseconds, between two updates of sp shown to its viewers on
-// this shard, or 0 when every update goes out.
+// this loop, or 0 when every update goes out.
 //
 // A fixed PostRate gives 1/PostRate. Otherwise the display budget spreads what one post may cost
-// the node: sp's viewers on this shard, times the shards (the hub spreads viewers evenly), must
+// the node: sp's viewers on this loop, times the loops (the hub spreads viewers evenly), must
 // cost at most DisplayBudget frames a second, so a room of 800 gets 30 updates a second under the
 // default budget of 24,000 and a hall of 10,000 gets the DisplayMinRate floor, while a post with
 // a few hundred viewers sees every update. The cost a busy post puts on a node is thus about
 // max(DisplayBudget, viewers x DisplayMinRate) frames a second, whatever its likes and reactions
 // per second; every viewer still gets the newest value, within one gap.
-func (s *shard) displayGap(sp *shardPost) int64 {
+func (s *loop) displayGap(sp *loopPost) int64 {
 	if s.cfg.PostRate > 0 {
 		return int64(float64(time.Second) / s.cfg.PostRate)
 	}
 	if s.cfg.DisplayBudget <= 0 {
 		return 0
 	}
-	gap := float64(len(sp.members)*s.cfg.Shards) / s.cfg.DisplayBudget * float64(time.Second)
+	gap := float64(len(sp.members)*s.cfg.Loops) / s.cfg.DisplayBudget * float64(time.Second)
 	if s.cfg.DisplayMinRate > 0 {
 		gap = min(gap, float64(time.Second)/s.cfg.DisplayMinRate)
 	}

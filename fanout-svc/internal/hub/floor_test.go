@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/rediskeys"
@@ -115,7 +116,7 @@ func (f *floorServer) serve(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close()
 		return
 	}
-	_, _ = epoll.Write(fd, append([]byte(floorHead), newFrame(u).bytes...))
+	_, _ = epoll.Write(fd, append([]byte(floorHead), posts.NewFrame(u).Bytes...))
 	f.mu.Lock()
 	f.posts[post] = append(f.posts[post], fd)
 	f.mu.Unlock()
@@ -168,7 +169,7 @@ func startBareConnect(b *testing.B) *bareConnect {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frame := newFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).bytes
+	frame := posts.NewFrame(update.Update{PostID: "bench", Count: 123, TS: 1700000000000000}).Bytes
 	s := &bareConnect{ln: ln, reply: append([]byte(floorHead), frame...)}
 	s.wg.Add(1)
 	go func() { // exits when the cleanup closes the listener

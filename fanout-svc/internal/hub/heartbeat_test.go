@@ -10,7 +10,7 @@ import (
 // TestNoPingWhileFramesFlow: the sweep pings a viewer only when nothing was written to it for a
 // heartbeat interval (lastWrite), so a viewer that gets frames more often than that never gets a
 // ping, whichever path wrote them: a write per update (no flush window), a batch flush, a
-// multi-post viewer's batch. An idle viewer of another post on the same shard is the control:
+// multi-post viewer's batch. An idle viewer of another post on the same loop is the control:
 // its pings show that the sweep ran, heartbeat after heartbeat, while frames flowed.
 func TestNoPingWhileFramesFlow(t *testing.T) {
 	const heartbeat = 250 * time.Millisecond
@@ -24,7 +24,7 @@ func TestNoPingWhileFramesFlow(t *testing.T) {
 		{"batched-multi", 5 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, _ := newTestHub(t, Config{Shards: 1, Heartbeat: heartbeat, FlushWindow: tc.window})
+			h, _ := newTestHub(t, Config{Loops: 1, Heartbeat: heartbeat, FlushWindow: tc.window})
 			_, busyConn := addViewer(t, h, tc.multi, "busy")
 			_, idleConn := addViewer(t, h, false, "idle")
 			busy, idle := startReader(t, busyConn), startReader(t, idleConn)

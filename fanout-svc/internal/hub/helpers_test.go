@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
@@ -33,10 +34,10 @@ func (r *recordingSubscriber) Subscribe(_ context.Context, post string) error {
 	return nil
 }
 
-func (r *recordingSubscriber) Unsubscribe(posts []string) {
+func (r *recordingSubscriber) Unsubscribe(held []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, post := range posts {
+	for _, post := range held {
 		r.unsub[post]++
 	}
 }
@@ -50,17 +51,19 @@ func (r *recordingSubscriber) counts(post string) (subs, unsubs int) {
 func newTestHub(t testing.TB, cfg Config) (*Hub, *recordingSubscriber) {
 	t.Helper()
 	sub := newRecordingSubscriber()
-	return startHub(t, cfg, sub), sub
+	return startHub(t, cfg, posts.Config{}, sub), sub
 }
 
-// startHub starts a hub on sub, with a short grace period unless cfg sets one, closed when the
-// test ends.
-func startHub(t testing.TB, cfg Config, sub Subscriber) *Hub {
+// startHub starts a hub and its registry of posts on sub, with a short grace period unless pcfg
+// sets one, both closed when the test ends: the hub first, as the node closes them.
+func startHub(t testing.TB, cfg Config, pcfg posts.Config, sub posts.Subscriber) *Hub {
 	t.Helper()
-	if cfg.UnsubscribeGrace == 0 {
-		cfg.UnsubscribeGrace = 20 * time.Millisecond
+	if pcfg.UnsubscribeGrace == 0 {
+		pcfg.UnsubscribeGrace = 20 * time.Millisecond
 	}
-	h, err := New(cfg, sub, zaptest.NewLogger(t))
+	reg := posts.New(pcfg, sub)
+	t.Cleanup(reg.Close)
+	h, err := New(cfg, reg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,17 +174,17 @@ func (r *reader) last(post string) (update.Update, bool) {
 const testPreamble = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nretry: 1000\n\n"
 
 // addViewer acquires posts, hands a fresh connection to the hub and returns the client side.
-func addViewer(t testing.TB, h *Hub, multi bool, posts ...string) (net.Conn, net.Conn) {
+func addViewer(t testing.TB, h *Hub, multi bool, held ...string) (net.Conn, net.Conn) {
 	t.Helper()
-	acquired, err := h.Acquire(context.Background(), posts)
+	acquired, err := h.posts.Acquire(context.Background(), held)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !h.Reserve(0) {
 		t.Fatal("reserve refused")
 	}
-	snap := make([]update.Update, len(posts))
-	for i, p := range posts {
+	snap := make([]update.Update, len(held))
+	for i, p := range held {
 		snap[i] = update.Update{PostID: p}
 	}
 	server, client := tcpPair(t)

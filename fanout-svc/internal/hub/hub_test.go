@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
 )
@@ -77,7 +78,7 @@ func TestMultiPostStreamUsesVersionIDs(t *testing.T) {
 
 func TestSnapshotNewerThanHubWins(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
-	posts, err := h.Acquire(t.Context(), []string{"s"})
+	held, err := h.posts.Acquire(t.Context(), []string{"s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestSnapshotNewerThanHubWins(t *testing.T) {
 	h.Publish(upd("s", 2))
 	server, client := tcpPair(t)
 	r := startReader(t, client)
-	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("s", 4)}, Preamble: []byte(testPreamble)})
+	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{upd("s", 4)}, Preamble: []byte(testPreamble)})
 	poll.Until(t, 10*time.Second, "snapshot 4", func() bool { u, _ := r.last("s"); return u.Count == 4 })
 	h.Publish(upd("s", 3)) // older than the snapshot: dropped for this viewer
 	h.Publish(upd("s", 5))
@@ -98,12 +99,12 @@ func TestSnapshotNewerThanHubWins(t *testing.T) {
 
 func TestResumeSkipsKnownState(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
-	posts, _ := h.Acquire(t.Context(), []string{"r"})
+	held, _ := h.posts.Acquire(t.Context(), []string{"r"})
 	h.Reserve(0)
 	server, client := tcpPair(t)
 	r := startReader(t, client)
 	_ = client.(*net.TCPConn).SetReadBuffer(1 << 16)
-	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
+	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{upd("r", 9)}, Preamble: []byte(testPreamble),
 		Resume: func(_ int, u update.Update) bool { return u.Count != 9 }})
 	h.Publish(upd("r", 10))
 	poll.Until(t, 10*time.Second, "count 10", func() bool { u, _ := r.last("r"); return u.Count == 10 })
@@ -123,13 +124,14 @@ func TestDisconnectReleasesSubscription(t *testing.T) {
 	if s, _ := sub.counts("gone"); s != 1 {
 		t.Errorf("subscribed %d times; want 1", s)
 	}
-	if n := h.Subscriptions(); n != 0 {
+	if n := h.posts.Subscriptions(); n != 0 {
 		t.Errorf("%d subscriptions; want none", n)
 	}
 }
 
 func TestReacquireWithinGraceKeepsSubscription(t *testing.T) {
-	h, sub := newTestHub(t, Config{UnsubscribeGrace: time.Hour})
+	sub := newRecordingSubscriber()
+	h := startHub(t, Config{}, posts.Config{UnsubscribeGrace: time.Hour}, sub)
 	_, c := addViewer(t, h, false, "flap")
 	c.Close()
 	poll.Until(t, 10*time.Second, "viewer removed", func() bool { return h.Stats().Viewers.Load() == 0 })
@@ -176,18 +178,18 @@ func TestNoPingForAViewerThatGotAFrame(t *testing.T) {
 // socket fills after a few frames.
 func stalledViewer(t *testing.T, h *Hub, post string) net.Conn {
 	t.Helper()
-	posts, _ := h.Acquire(t.Context(), []string{post})
+	held, _ := h.posts.Acquire(t.Context(), []string{post})
 	h.Reserve(0)
 	server, client := tcpPair(t)
 	_ = client.(*net.TCPConn).SetReadBuffer(1024)
 	raw, _ := server.(*net.TCPConn).SyscallConn()
 	_ = raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1024) })
-	_ = h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
+	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
 	return client
 }
 
 func TestStalledViewerDoesNotBlockOthersAndConverges(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1})
+	h, _ := newTestHub(t, Config{Loops: 1})
 	stalled := stalledViewer(t, h, "hot")
 	_, fast := addViewer(t, h, false, "hot")
 	r := startReader(t, fast)
@@ -209,7 +211,7 @@ func TestStalledViewerDoesNotBlockOthersAndConverges(t *testing.T) {
 }
 
 func TestStallTimeoutDropsViewer(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1, StallTimeout: 50 * time.Millisecond, Heartbeat: 40 * time.Millisecond})
+	h, _ := newTestHub(t, Config{Loops: 1, StallTimeout: 50 * time.Millisecond, Heartbeat: 40 * time.Millisecond})
 	stalledViewer(t, h, "st")
 	poll.Until(t, 10*time.Second, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
 	// Keep publishing until the socket has been full for longer than the stall timeout.
@@ -222,7 +224,7 @@ func TestStallTimeoutDropsViewer(t *testing.T) {
 }
 
 func TestFlushWindowBatchesFrames(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1, FlushWindow: 30 * time.Millisecond})
+	h, _ := newTestHub(t, Config{Loops: 1, FlushWindow: 30 * time.Millisecond})
 	_, c := addViewer(t, h, false, "w")
 	r := startReader(t, c)
 	poll.Until(t, 10*time.Second, "snapshot", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
@@ -232,7 +234,7 @@ func TestFlushWindowBatchesFrames(t *testing.T) {
 		h.Publish(upd("w", i))
 	}
 	poll.Until(t, 10*time.Second, "all four", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 5 })
-	// Counts reach Stats at the end of the shard's loop iteration, just after the bytes.
+	// Counts reach Stats at the end of the loop's iteration, just after the bytes.
 	poll.Until(t, 10*time.Second, "the write counted", func() bool { return h.Stats().Writes.Load() > writesBefore })
 	if got := h.Stats().Writes.Load() - writesBefore; got != 1 {
 		t.Errorf("4 updates within one window took %d writes; want 1", got)
@@ -243,7 +245,7 @@ func TestFlushWindowBatchesFrames(t *testing.T) {
 // in one write. The window is a second, so that three back-to-back publishes fall in it even
 // when a loaded machine deschedules the test between them (30 ms did not, now and then).
 func TestFlushWindowMultiPost(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1, FlushWindow: time.Second})
+	h, _ := newTestHub(t, Config{Loops: 1, FlushWindow: time.Second})
 	_, c := addViewer(t, h, true, "x", "y")
 	r := startReader(t, c)
 	poll.Until(t, 10*time.Second, "snapshots", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 2 })
@@ -260,7 +262,7 @@ func TestFlushWindowMultiPost(t *testing.T) {
 }
 
 func TestPostRateCapSendsNewestAtRate(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1, PostRate: 10})
+	h, _ := newTestHub(t, Config{Loops: 1, PostRate: 10})
 	_, c := addViewer(t, h, false, "storm")
 	r := startReader(t, c)
 	start := time.Now()
@@ -289,10 +291,10 @@ func TestDrainClosesEveryViewer(t *testing.T) {
 	}
 }
 
-// TestDisconnectMidFrame drops a viewer whose socket holds half a frame and owes more: the shard
+// TestDisconnectMidFrame drops a viewer whose socket holds half a frame and owes more: the loop
 // removes it, releases its post and keeps serving the others.
 func TestDisconnectMidFrame(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1})
+	h, _ := newTestHub(t, Config{Loops: 1})
 	stalled := stalledViewer(t, h, "mid")
 	_, fast := addViewer(t, h, false, "mid")
 	r := startReader(t, fast)
@@ -315,7 +317,7 @@ func TestDisconnectMidFrame(t *testing.T) {
 // less often (never below the floor), and every viewer still reaches the newest count.
 func TestDisplayBudgetScalesWithTheRoom(t *testing.T) {
 	// 10 viewers on a budget of 0.1 frames/s would be one update every 100 s; the floor makes it 20/s.
-	h, _ := newTestHub(t, Config{Shards: 1, DisplayBudget: 0.1, DisplayMinRate: 20})
+	h, _ := newTestHub(t, Config{Loops: 1, DisplayBudget: 0.1, DisplayMinRate: 20})
 	var readers []*reader
 	for range 10 {
 		_, c := addViewer(t, h, false, "hall")
@@ -344,7 +346,7 @@ func TestDisplayBudgetScalesWithTheRoom(t *testing.T) {
 // TestDisplayBudgetLeavesSmallRoomsAlone: a post whose viewers cost less than the budget at any
 // rate sees every update.
 func TestDisplayBudgetLeavesSmallRoomsAlone(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1, DisplayBudget: 1e9, DisplayMinRate: 4})
+	h, _ := newTestHub(t, Config{Loops: 1, DisplayBudget: 1e9, DisplayMinRate: 4})
 	_, c := addViewer(t, h, false, "small")
 	r := startReader(t, c)
 	for i := int64(1); i <= 50; i++ {
@@ -361,7 +363,7 @@ func TestDisplayBudgetLeavesSmallRoomsAlone(t *testing.T) {
 // written over the gap, not in one burst, and reaches every viewer within it.
 func TestPacingSpreadsABigRoomOverTheGap(t *testing.T) {
 	const gap = 2 * time.Second
-	h, _ := newTestHub(t, Config{Shards: 1, PostRate: float64(time.Second) / float64(gap)})
+	h, _ := newTestHub(t, Config{Loops: 1, PostRate: float64(time.Second) / float64(gap)})
 	var readers []*reader
 	for range pacedMin + 44 {
 		_, c := addViewer(t, h, false, "room")
@@ -369,7 +371,7 @@ func TestPacingSpreadsABigRoomOverTheGap(t *testing.T) {
 	}
 	poll.Until(t, 10*time.Second, "viewers", func() bool { return h.Stats().Viewers.Load() == pacedMin+44 })
 	h.Publish(upd("room", 1))
-	// One viewer with the first frame means the shard wrote it to all (one burst): the second
+	// One viewer with the first frame means the loop wrote it to all (one burst): the second
 	// frame, published at once, comes well within the gap however slow the reader goroutines are.
 	poll.Until(t, 10*time.Second, "the first frame", func() bool { u, _ := readers[0].last("room"); return u.Count == 1 })
 	h.Publish(upd("room", 2))

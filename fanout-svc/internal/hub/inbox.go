@@ -5,69 +5,69 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/likes/likes/fanout-svc/internal/fastaccept"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
-// inbox is how other goroutines reach a shard: Publish marks posts dirty, Add hands over viewers,
-// Drain and Close set flags. It is a set, not a queue: a post marked dirty twice before the shard
+// inbox is how other goroutines reach a loop: Publish marks posts dirty, Add hands over viewers,
+// Drain and Close set flags. It is a set, not a queue: a post marked dirty twice before the loop
 // looks is processed once, with its newest frame. woken spares one eventfd write per Publish
-// while the shard has not yet taken the inbox.
+// while the loop has not yet taken the inbox.
 type inbox struct {
 	mu         sync.Mutex
-	dirty      map[*Post]struct{}
+	dirty      map[*posts.Post]struct{}
 	adds       []*Viewer
 	stopping   bool
 	drainReq   time.Duration
 	woken      atomic.Bool
-	spareDirt  map[*Post]struct{}
+	spareDirt  map[*posts.Post]struct{}
 	spareAdds  []*Viewer
-	watching   map[*Post]struct{} // posts with a new watching frame (watching.go)
-	spareWatch map[*Post]struct{}
-	listen     *fastaccept.Listener // a listener to accept from (listen.go)
+	watching   map[*posts.Post]struct{} // posts with a new watching frame (watching.go)
+	spareWatch map[*posts.Post]struct{}
+	listen     Acceptor // a listener to accept from (accept.go)
 }
 
 func newInbox() inbox {
-	return inbox{dirty: make(map[*Post]struct{}), spareDirt: make(map[*Post]struct{}),
-		watching: make(map[*Post]struct{}), spareWatch: make(map[*Post]struct{})}
+	return inbox{dirty: make(map[*posts.Post]struct{}), spareDirt: make(map[*posts.Post]struct{}),
+		watching: make(map[*posts.Post]struct{}), spareWatch: make(map[*posts.Post]struct{})}
 }
 
-// markDirty tells the shard that p has a newer frame. Called by Publish from any goroutine.
-func (s *shard) markDirty(p *Post) {
+// markDirty tells the loop that p has a newer frame. Called by Publish from any goroutine.
+func (s *loop) markDirty(p *posts.Post) {
 	s.inbox.mu.Lock()
 	s.inbox.dirty[p] = struct{}{}
 	s.inbox.mu.Unlock()
 	s.wake()
 }
 
-func (s *shard) add(v *Viewer) {
+func (s *loop) add(v *Viewer) {
 	s.inbox.mu.Lock()
 	s.inbox.adds = append(s.inbox.adds, v)
 	s.inbox.mu.Unlock()
 	s.wake()
 }
 
-func (s *shard) startDrain(window time.Duration) {
+func (s *loop) startDrain(window time.Duration) {
 	s.inbox.mu.Lock()
 	s.inbox.drainReq = max(window, time.Millisecond)
 	s.inbox.mu.Unlock()
 	s.wake()
 }
 
-func (s *shard) stop() {
+func (s *loop) stop() {
 	s.inbox.mu.Lock()
 	s.inbox.stopping = true
 	s.inbox.mu.Unlock()
 	s.wake()
 }
 
-func (s *shard) wake() {
+func (s *loop) wake() {
 	if s.inbox.woken.CompareAndSwap(false, true) {
 		s.poller.Wake()
 	}
 }
 
-// processInbox applies what other goroutines asked for. It reports false when the shard must stop.
-func (s *shard) processInbox() bool {
+// processInbox applies what other goroutines asked for. It reports false when the loop must stop.
+func (s *loop) processInbox() bool {
 	in := &s.inbox
 	s.poller.DrainWake()
 	in.woken.Store(false) // before taking the inbox: a later Publish wakes us again
@@ -108,8 +108,8 @@ func (s *shard) processInbox() bool {
 	return true
 }
 
-// takeAdds empties the inbox's pending viewers; the shard calls it when it stops.
-func (s *shard) takeAdds() []*Viewer {
+// takeAdds empties the inbox's pending viewers; the loop calls it when it stops.
+func (s *loop) takeAdds() []*Viewer {
 	s.inbox.mu.Lock()
 	defer s.inbox.mu.Unlock()
 	adds := s.inbox.adds

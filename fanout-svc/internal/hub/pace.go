@@ -1,16 +1,20 @@
 package hub
 
-import "time"
+import (
+	"time"
 
-// pacedMin is the fewest viewers of a post on a shard for which a busy display is paced (written
+	"github.com/likes/likes/fanout-svc/internal/posts"
+)
+
+// pacedMin is the fewest viewers of a post on a loop for which a busy display is paced (written
 // to its viewers in turn, spread over the display gap) rather than held and written to all of
 // them at once.
 const pacedMin = 256
 
-// pacedWake is how often a shard with a paced post in progress wakes to write the next share.
+// pacedWake is how often a loop with a paced post in progress wakes to write the next share.
 const pacedWake = int64(time.Millisecond)
 
-// pacing is a big room's viewers taking turns: the shard visits the post's viewers one after the
+// pacing is a big room's viewers taking turns: the loop visits the post's viewers one after the
 // other, len(members) per display gap, and gives each the post's newest frame when it lacks it;
 // it stops once every viewer has the newest one (remaining reaches 0) and resumes at the next
 // frame where it stopped. A room is paced while it is busy: from a frame that comes within a gap
@@ -19,10 +23,10 @@ const pacedWake = int64(time.Millisecond)
 // and which keeps a quiet room's latency at the write time, not half a gap.
 //
 // Held and written all at once, a frame to 10,000 viewers is 10,000 writes in a row: on this VM
-// about 170 ms in which the shard serves nothing else, the last viewer that much behind the first,
-// and a reaction just after a slot waits a gap plus that burst. Paced, each viewer gets the
+// about 170 ms in which the loop serves nothing else, the last viewer that much behind the first,
+// and a reaction just after a turn waits a gap plus that burst. Paced, each viewer gets the
 // newest value at its own turn, once a gap: a reaction waits at most one gap for any viewer, and
-// other posts' updates on the shard never queue behind the room's burst. The writes are the same,
+// other posts' updates on the loop never queue behind the room's burst. The writes are the same,
 // spread out.
 type pacing struct {
 	active    bool
@@ -33,7 +37,7 @@ type pacing struct {
 
 // pace makes f, just collected, sp's newest frame and its viewers' turns run until each has had
 // one since. A viewer that had not yet got the previous frame gets f instead: held back.
-func (s *shard) pace(sp *shardPost, f *frame) {
+func (s *loop) pace(sp *loopPost, f *posts.Frame) {
 	p := &sp.pace
 	if p.active {
 		s.counts.displayHeld += int64(p.remaining)
@@ -48,12 +52,12 @@ func (s *shard) pace(sp *shardPost, f *frame) {
 }
 
 // turn is the time between two viewers' turns of sp: its display gap shared among its viewers.
-func (s *shard) turn(sp *shardPost) int64 {
+func (s *loop) turn(sp *loopPost) int64 {
 	return max(s.displayGap(sp)/int64(max(len(sp.members), 1)), 1)
 }
 
 // advancePacing gives each paced post's viewers the turns due by now.
-func (s *shard) advancePacing() {
+func (s *loop) advancePacing() {
 	keep := s.paced[:0]
 	for _, sp := range s.paced {
 		p := &sp.pace
@@ -75,7 +79,7 @@ func (s *shard) advancePacing() {
 		if p.remaining == 0 {
 			p.active = false
 			if f := sp.current; f != nil {
-				s.counts.delivery.observe(wallMicros() - f.u.TS)
+				s.counts.delivery.observe(wallMicros() - f.Update.TS)
 			}
 			continue
 		}
@@ -87,18 +91,18 @@ func (s *shard) advancePacing() {
 
 // give writes sp's newest frame to member m unless it has it; a viewer whose socket is full is owed
 // it (flushViewer). Its owed watching frames ride along, as in flushBatches.
-func (s *shard) give(sp *shardPost, m member) {
+func (s *loop) give(sp *loopPost, m member) {
 	v, f := m.v, sp.current
-	sl := &v.slots[m.slot]
+	sl := &v.links[m.link]
 	switch {
-	case v.doomed || f == nil || f.u.TS <= sl.sent:
+	case v.doomed || f == nil || f.Update.TS <= sl.sent:
 		return
 	case v.blocked():
-		s.owe(v, m.slot)
+		s.owe(v, m.link)
 		return
 	}
-	sl.sent = f.u.TS
-	b := f.bytes
+	sl.sent = f.Update.TS
+	b := f.Bytes
 	if v.watching != 0 {
 		b = s.appendOwed(v, append(s.scratch[:0], b...), 1)
 		s.scratch = b[:0]

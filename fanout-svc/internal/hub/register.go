@@ -4,11 +4,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
 // register adopts a new viewer: links it to its posts, writes the preamble and the current state
 // of each post (the newer of the snapshot and the hub's frame), and starts watching its socket.
-func (s *shard) register(nv *Viewer) {
+func (s *loop) register(nv *Viewer) {
 	fd, err := epoll.SocketFD(nv.Conn)
 	if err != nil {
 		s.hub.log.Warn("adopt connection", zap.Error(err))
@@ -19,33 +20,33 @@ func (s *shard) register(nv *Viewer) {
 	if s.cfg.SendBuffer > 0 {
 		_ = epoll.SetSendBuffer(fd, s.cfg.SendBuffer)
 	}
-	v := &viewer{fd: fd, conn: nv.Conn, multi: nv.Multi, slots: make([]slot, len(nv.Posts)), lastWrite: s.now, onClose: nv.OnClose}
-	buf := s.scratch[:0] // the shard's scratch buffer, reused for every write it builds
+	v := &viewer{fd: fd, conn: nv.Conn, multi: nv.Multi, links: make([]link, len(nv.Posts)), lastWrite: s.now, onClose: nv.OnClose}
+	buf := s.scratch[:0] // the loop's scratch buffer, reused for every write it builds
 	buf = append(buf, nv.Preamble...)
 	var frames int64
 	for i, p := range nv.Posts {
 		sp := s.posts[p]
 		if sp == nil {
-			sp = &shardPost{post: p, current: p.latest.Load(), watching: p.watching.Load()}
+			sp = &loopPost{post: p, current: p.Latest(), watching: p.Watching()}
 			s.posts[p] = sp
 		}
-		v.slots[i] = slot{sp: sp, idx: len(sp.members)}
-		sp.members = append(sp.members, member{v: v, slot: i})
+		v.links[i] = link{sp: sp, idx: len(sp.members)}
+		sp.members = append(sp.members, member{v: v, link: i})
 		state := nv.Snapshot[i]
-		lf := p.latest.Load()
-		if lf != nil && !state.Newer(lf.u) {
-			state = lf.u
+		lf := p.Latest()
+		if lf != nil && !state.Newer(lf.Update) {
+			state = lf.Update
 		} else {
 			lf = nil
 		}
-		v.slots[i].sent = state.TS
+		v.links[i].sent = state.TS
 		if nv.Resume != nil && !nv.Resume(i, state) {
 			continue
 		}
 		if lf != nil {
-			buf = append(buf, lf.bytes...)
+			buf = append(buf, lf.Bytes...)
 		} else {
-			buf = appendFrame(buf, state) // a snapshot read from Redis: encoded for this viewer alone
+			buf = posts.AppendFrame(buf, state) // a snapshot read from Redis: encoded for this viewer alone
 		}
 		frames++
 	}

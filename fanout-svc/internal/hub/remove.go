@@ -1,9 +1,9 @@
 package hub
 
-import "github.com/likes/likes/fanout-svc/internal/fastaccept"
+import "github.com/likes/likes/fanout-svc/internal/posts"
 
 // doom marks v for removal by the next reap.
-func (s *shard) doom(v *viewer) {
+func (s *loop) doom(v *viewer) {
 	if !v.doomed {
 		v.doomed = true
 		s.doomed = append(s.doomed, v)
@@ -12,7 +12,7 @@ func (s *shard) doom(v *viewer) {
 
 // reap removes doomed viewers. It runs between phases, never while a post's viewer list is being
 // walked, because removal reorders that list.
-func (s *shard) reap() {
+func (s *loop) reap() {
 	for i, v := range s.doomed {
 		s.removeViewer(v)
 		s.doomed[i] = nil
@@ -20,23 +20,23 @@ func (s *shard) reap() {
 	s.doomed = s.doomed[:0]
 }
 
-func (s *shard) removeViewer(v *viewer) {
+func (s *loop) removeViewer(v *viewer) {
 	if s.viewers[v.fd] == v {
 		delete(s.viewers, v.fd)
 		s.size.Add(-1)
-		if _, own := v.conn.(*fastaccept.Conn); !own {
+		if _, own := v.conn.(Accepted); !own {
 			s.poller.Remove(v.fd) // a connection of Go's: its descriptor may outlive our close
 		} // else closing the descriptor, below, takes it out of the poller: one system call less
 	}
 	_ = v.conn.Close()
-	posts := make([]*Post, len(v.slots))
-	for i, sl := range v.slots {
+	held := make([]*posts.Post, len(v.links))
+	for i, sl := range v.links {
 		sp := sl.sp
-		posts[i] = sp.post
+		held[i] = sp.post
 		last := len(sp.members) - 1
 		moved := sp.members[last]
 		sp.members[sl.idx] = moved
-		moved.v.slots[moved.slot].idx = sl.idx
+		moved.v.links[moved.link].idx = sl.idx
 		sp.members[last] = member{}
 		sp.members = sp.members[:last]
 		if len(sp.members) == 0 {
@@ -48,14 +48,14 @@ func (s *shard) removeViewer(v *viewer) {
 	s.counts.disconnects++
 	s.hub.stats.Viewers.Add(-1)
 	s.hub.admitted.Add(-1)
-	s.hub.Release(posts)
+	s.hub.posts.Release(held)
 	if v.onClose != nil {
 		v.onClose()
 	}
 }
 
-// shutdown closes every viewer and the poller when the shard stops.
-func (s *shard) shutdown() {
+// shutdown closes every viewer and the poller when the loop stops.
+func (s *loop) shutdown() {
 	if s.intake != nil {
 		s.intake.Detach()
 		s.intake = nil

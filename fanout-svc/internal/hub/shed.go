@@ -18,15 +18,15 @@ func (h *Hub) Shed(window time.Duration) {
 // are resynced where they are).
 func (h *Hub) StopShedding() { h.request(stopShed) }
 
-// request hands a shed request to every shard. h.mu is held so that Close, which takes it
-// before stopping the shards, cannot close a shard's poller between the check and the wake.
+// request hands a shed request to every loop. h.mu is held so that Close, which takes it
+// before stopping the loops, cannot close a loop's poller between the check and the wake.
 func (h *Hub) request(r int64) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
 		return
 	}
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		s.shed.req.Store(r)
 		s.wake()
 	}
@@ -35,19 +35,19 @@ func (h *Hub) request(r int64) {
 // stopShed is the request that ends a shed; a positive request is a window in nanoseconds.
 const stopShed = -1
 
-// shedder is one shard's shed. req is written by any goroutine; the rest belongs to the loop.
+// shedder is one loop's shed. req is written by any goroutine; the rest belongs to the loop.
 type shedder struct {
 	req        atomic.Int64 // pending request: window (ns), stopShed, or 0 for none
 	list       []*viewer    // the viewers present when the shed started, closed in this order
 	done       int          // entries of list handled so far
-	start, end int64        // the shed's window on the shard's clock
+	start, end int64        // the shed's window on the loop's clock
 }
 
 func (d *shedder) active() bool { return len(d.list) > 0 }
 
 // shedStep takes a pending request and closes the share of the listed viewers due by now.
 // It runs on the loop with the other timers; a viewer that left meanwhile is skipped.
-func (s *shard) shedStep() {
+func (s *loop) shedStep() {
 	d := &s.shed
 	if d.req.Load() != 0 { // a load first: this runs on every loop iteration
 		r := d.req.Swap(0)

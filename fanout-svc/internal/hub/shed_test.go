@@ -50,7 +50,7 @@ func TestShedClosesViewersAndKeepsServing(t *testing.T) {
 // had not reached yet connected, past the end of its window.
 func TestStopSheddingKeepsTheRest(t *testing.T) {
 	const n, window = 40, 2 * time.Second
-	h, _ := newTestHub(t, Config{Shards: 1})
+	h, _ := newTestHub(t, Config{Loops: 1})
 	var readers []*reader
 	for range n {
 		_, c := addViewer(t, h, false, "k")
@@ -61,7 +61,7 @@ func TestStopSheddingKeepsTheRest(t *testing.T) {
 	h.Shed(window)
 	poll.Until(t, 10*time.Second, "the shed to close a first viewer", func() bool { return h.Stats().Viewers.Load() < n })
 	h.StopShedding()
-	// The shard takes the stop in the loop iteration that handles this update at the latest.
+	// The loop takes the stop in the loop iteration that handles this update at the latest.
 	h.Publish(upd("k", 1))
 	open := func() (left int) {
 		for _, r := range readers {

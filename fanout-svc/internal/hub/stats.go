@@ -2,7 +2,7 @@ package hub
 
 import "sync/atomic"
 
-// Stats are the hub's counters, read by the metrics endpoint. Shards add to them once per loop
+// Stats are the hub's counters, read by the metrics endpoint. Loops add to them once per loop
 // iteration, not once per viewer, so counting costs nothing on the hot path.
 type Stats struct {
 	Viewers      atomic.Int64 // connected viewers
@@ -23,7 +23,7 @@ type Stats struct {
 	Delivery        Delivery // Redis to this node's viewers, per post per write pass
 }
 
-// counts is a shard's local tally, flushed into Stats once per loop iteration.
+// counts is a loop's local tally, flushed into Stats once per loop iteration.
 type counts struct {
 	framesSent, conflated, writes, writeErrors, disconnects, stalled, heartbeats, bytes int64
 	watchingSent, displayHeld                                                           int64

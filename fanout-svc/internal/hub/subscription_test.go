@@ -3,21 +3,20 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
 )
 
 // gatedSubscriber is a Subscriber whose calls for chosen posts block, as Redis can: Subscribe
-// until its gate opens (or its ctx ends), Unsubscribe until its gate opens or 3 s pass, and every
-// Unsubscribe for at least unsubDelay. It logs every post of every call in order, so tests can
-// check what reached "Redis" when.
+// until its gate opens (or its ctx ends), Unsubscribe until its gate opens or 3 s pass. It logs
+// every post of every call in order, so tests can check what reached "Redis" when.
 type gatedSubscriber struct {
 	mu          sync.Mutex
 	log         []string
@@ -26,12 +25,6 @@ type gatedSubscriber struct {
 	subGate     map[string]chan struct{}
 	unsubGate   map[string]chan struct{}
 	unsubbing   map[string]bool // an Unsubscribe is blocked right now
-
-	unsubDelay       time.Duration // how long every Unsubscribe takes, as a slow Redis would
-	unsubCalls       int
-	unsubInFlight    int
-	maxUnsubInFlight int
-	unsubDone        int // posts whose Unsubscribe returned
 }
 
 func newGatedSubscriber() *gatedSubscriber {
@@ -75,20 +68,16 @@ func (g *gatedSubscriber) Subscribe(ctx context.Context, post string) error {
 	}
 }
 
-func (g *gatedSubscriber) Unsubscribe(posts []string) {
+func (g *gatedSubscriber) Unsubscribe(held []string) {
 	g.mu.Lock()
 	var gate chan struct{}
-	for _, post := range posts {
+	for _, post := range held {
 		g.log = append(g.log, "unsub "+post)
 		if c := g.unsubGate[post]; c != nil {
 			gate = c
 			g.unsubbing[post] = true
 		}
 	}
-	g.unsubCalls++
-	g.unsubInFlight++
-	g.maxUnsubInFlight = max(g.maxUnsubInFlight, g.unsubInFlight)
-	delay := g.unsubDelay
 	g.mu.Unlock()
 	if gate != nil {
 		select {
@@ -96,23 +85,12 @@ func (g *gatedSubscriber) Unsubscribe(posts []string) {
 		case <-time.After(3 * time.Second):
 		}
 	}
-	time.Sleep(delay) // the time a slow Redis takes to answer; nothing waits on it
 	g.mu.Lock()
-	for _, post := range posts {
+	for _, post := range held {
 		g.unsubbing[post] = false
 		g.log = append(g.log, "unsub-done "+post)
 	}
-	g.unsubInFlight--
-	g.unsubDone += len(posts)
 	g.mu.Unlock()
-}
-
-// unsubscribes returns how many Unsubscribe calls were made, the most in flight at once and how
-// many posts they have unsubscribed.
-func (g *gatedSubscriber) unsubscribes() (calls, peak, done int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.unsubCalls, g.maxUnsubInFlight, g.unsubDone
 }
 
 func (g *gatedSubscriber) blocked(post string) bool {
@@ -136,37 +114,38 @@ func (g *gatedSubscriber) peakInFlight() int {
 func newGatedHub(t *testing.T, cfg Config) (*Hub, *gatedSubscriber) {
 	t.Helper()
 	sub := newGatedSubscriber()
-	return startHub(t, cfg, sub), sub
+	return startHub(t, cfg, posts.Config{}, sub), sub
 }
 
 // refs returns the references the hub holds on post id (viewers and viewers in setup).
 func refs(h *Hub, id string) int {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if p := h.posts[id]; p != nil {
-		return p.refs
-	}
-	return 0
+	n := 0
+	h.posts.LocalViewers(func(post string, viewers int) {
+		if post == id {
+			n = viewers
+		}
+	})
+	return n
 }
 
 // connect adds a viewer of acquired posts and returns a reader of its stream.
-func connect(t *testing.T, h *Hub, posts []*Post) *reader {
-	r, _ := connectConn(t, h, posts)
+func connect(t *testing.T, h *Hub, held []*posts.Post) *reader {
+	r, _ := connectConn(t, h, held)
 	return r
 }
 
 // connectConn is connect that also returns the client's end of the connection.
-func connectConn(t *testing.T, h *Hub, posts []*Post) (*reader, net.Conn) {
+func connectConn(t *testing.T, h *Hub, held []*posts.Post) (*reader, net.Conn) {
 	t.Helper()
 	if !h.Reserve(0) {
 		t.Fatal("reserve refused")
 	}
-	snap := make([]update.Update, len(posts))
-	for i, p := range posts {
+	snap := make([]update.Update, len(held))
+	for i, p := range held {
 		snap[i] = update.Update{PostID: p.ID()}
 	}
 	server, client := tcpPair(t)
-	if err := h.Add(Viewer{Conn: server, Posts: posts, Snapshot: snap, Multi: len(posts) > 1, Preamble: []byte(testPreamble)}); err != nil {
+	if err := h.Add(Viewer{Conn: server, Posts: held, Snapshot: snap, Multi: len(held) > 1, Preamble: []byte(testPreamble)}); err != nil {
 		t.Fatal(err)
 	}
 	return startReader(t, client), client
@@ -181,19 +160,19 @@ func TestSubscriptionOutlivesFirstViewer(t *testing.T) {
 	firstCtx, leave := context.WithCancel(context.Background())
 	firstErr := make(chan error, 1)
 	go func() { // exits when Acquire returns
-		_, err := h.Acquire(firstCtx, []string{"hot"})
+		_, err := h.posts.Acquire(firstCtx, []string{"hot"})
 		firstErr <- err
 	}()
 	poll.Until(t, 10*time.Second, "the first viewer's subscribe to reach Redis", func() bool { return len(sub.calls()) == 1 })
 	const others = 20
 	results := make(chan error, others)
-	acquired := make(chan []*Post, others)
+	acquired := make(chan []*posts.Post, others)
 	for range others {
 		go func() { // exits when Acquire returns
-			posts, err := h.Acquire(context.Background(), []string{"hot"})
+			held, err := h.posts.Acquire(context.Background(), []string{"hot"})
 			results <- err
 			if err == nil {
-				acquired <- posts
+				acquired <- held
 			}
 		}()
 	}
@@ -232,7 +211,7 @@ func TestMultiPostStreamSubscribesConcurrently(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { // exits when Acquire returns
-		_, err := h.Acquire(context.Background(), ids)
+		_, err := h.posts.Acquire(context.Background(), ids)
 		done <- err
 	}()
 	deadline := time.Now().Add(2 * time.Second)
@@ -257,22 +236,22 @@ func TestBlockedUnsubscribeStallsNothingElse(t *testing.T) {
 	h, sub := newGatedHub(t, Config{})
 	open := sub.gateUnsubscribe("slow")
 	defer open()
-	busy, err := h.Acquire(context.Background(), []string{"busy"})
+	busy, err := h.posts.Acquire(context.Background(), []string{"busy"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	watcher := connect(t, h, busy)
 	_, leaver := connectConn(t, h, busy)
-	slow, err := h.Acquire(context.Background(), []string{"slow"})
+	slow, err := h.posts.Acquire(context.Background(), []string{"slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Release(slow) // its last viewer left: UNSUBSCRIBE after the grace period
+	h.posts.Release(slow) // its last viewer left: UNSUBSCRIBE after the grace period
 	poll.Until(t, 10*time.Second, "the UNSUBSCRIBE to block", func() bool { return sub.blocked("slow") })
 
 	h.Publish(upd("busy", 1))
 	poll.Until(t, 10*time.Second, "an update of another post", func() bool { u, _ := watcher.last("busy"); return u.Count == 1 })
-	more, err := h.Acquire(context.Background(), []string{"busy", "fresh"})
+	more, err := h.posts.Acquire(context.Background(), []string{"busy", "fresh"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +267,7 @@ func TestBlockedUnsubscribeStallsNothingElse(t *testing.T) {
 
 	back := make(chan error, 1)
 	go func() { // exits when Acquire returns
-		_, err := h.Acquire(context.Background(), []string{"slow"})
+		_, err := h.posts.Acquire(context.Background(), []string{"slow"})
 		back <- err
 	}()
 	poll.Until(t, 10*time.Second, "the returning viewer to be counted", func() bool { return refs(h, "slow") == 1 })
@@ -315,14 +294,14 @@ func TestHubEnforcesMaxPosts(t *testing.T) {
 	for i := range ids {
 		ids[i] = "p" + string(rune('A'+i/26)) + string(rune('a'+i%26))
 	}
-	if _, err := h.Acquire(context.Background(), ids); err == nil {
+	if _, err := h.posts.Acquire(context.Background(), ids); err == nil {
 		t.Errorf("Acquire of %d posts succeeded; want an error", len(ids))
 	}
-	first, err := h.Acquire(context.Background(), ids[:MaxPosts])
+	first, err := h.posts.Acquire(context.Background(), ids[:MaxPosts])
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := h.Acquire(context.Background(), ids[MaxPosts:])
+	last, err := h.posts.Acquire(context.Background(), ids[MaxPosts:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,11 +318,11 @@ func TestHubEnforcesMaxPosts(t *testing.T) {
 	if !h.Reserve(1) {
 		t.Error("the refused viewer still holds its admission")
 	}
-	poll.Until(t, 10*time.Second, "the refused viewer's posts released", func() bool { return h.Subscriptions() == 0 })
+	poll.Until(t, 10*time.Second, "the refused viewer's posts released", func() bool { return h.posts.Subscriptions() == 0 })
 }
 
 // TestAdmissionIsNotTheViewersGauge: a viewer in setup holds an admission but is not counted as
-// connected until a shard has it.
+// connected until a loop has it.
 func TestAdmissionIsNotTheViewersGauge(t *testing.T) {
 	h, _ := newTestHub(t, Config{})
 	if !h.Reserve(1) {
@@ -355,13 +334,13 @@ func TestAdmissionIsNotTheViewersGauge(t *testing.T) {
 	if h.Reserve(1) {
 		t.Error("a second admission past the limit of 1 succeeded")
 	}
-	posts, err := h.Acquire(context.Background(), []string{"a"})
+	held, err := h.posts.Acquire(context.Background(), []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	server, client := tcpPair(t)
 	r := startReader(t, client)
-	if err := h.Add(Viewer{Conn: server, Posts: posts, Snapshot: []update.Update{{PostID: "a"}}, Preamble: []byte(testPreamble)}); err != nil {
+	if err := h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{{PostID: "a"}}, Preamble: []byte(testPreamble)}); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, "the viewer counted once connected", func() bool { return h.Stats().Viewers.Load() == 1 })
@@ -382,7 +361,7 @@ func TestAdmissionIsNotTheViewersGauge(t *testing.T) {
 // make the post known, so the next viewer still reads a snapshot and starts from the true count.
 func TestFramesReachAPostOnlyWhileItsSubscriptionIsLive(t *testing.T) {
 	h, sub := newGatedHub(t, Config{})
-	first, err := h.Acquire(context.Background(), []string{"p"})
+	first, err := h.posts.Acquire(context.Background(), []string{"p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,19 +371,19 @@ func TestFramesReachAPostOnlyWhileItsSubscriptionIsLive(t *testing.T) {
 	}
 	openUnsub := sub.gateUnsubscribe("p")
 	defer openUnsub()
-	h.Release(first)
+	h.posts.Release(first)
 	poll.Until(t, 10*time.Second, "the UNSUBSCRIBE in flight", func() bool { return sub.blocked("p") })
 	h.Publish(upd("p", 7)) // still in flight on the old subscription
 
 	openSub := sub.gateSubscribe("p")
 	defer openSub()
-	got := make(chan []*Post, 1)
+	got := make(chan []*posts.Post, 1)
 	go func() { // exits when Acquire returns
-		posts, err := h.Acquire(context.Background(), []string{"p"})
+		held, err := h.posts.Acquire(context.Background(), []string{"p"})
 		if err != nil {
 			t.Error(err)
 		}
-		got <- posts
+		got <- held
 	}()
 	poll.Until(t, 10*time.Second, "a successor waiting", func() bool { return refs(h, "p") == 1 })
 	h.Publish(upd("p", 8))
@@ -425,8 +404,8 @@ func TestFramesReachAPostOnlyWhileItsSubscriptionIsLive(t *testing.T) {
 	if p == first[0] {
 		t.Fatal("the returning viewer got the leaving post back; want a new subscription")
 	}
-	if f := p.latest.Load(); f != nil {
-		t.Errorf("the new subscription's state is count %d from an earlier one; want none", f.u.Count)
+	if f := p.Latest(); f != nil {
+		t.Errorf("the new subscription's state is count %d from an earlier one; want none", f.Update.Count)
 	}
 	h.Publish(upd("p", 9)) // a resync read before the new subscription, landing after it
 	if p.Known() {
@@ -438,40 +417,5 @@ func TestFramesReachAPostOnlyWhileItsSubscriptionIsLive(t *testing.T) {
 	poll.Until(t, 10*time.Second, "the viewer's first frame", func() bool { ev, _, _, _ := r.snapshot(); return len(ev) == 1 })
 	if u, _ := r.last("p"); u.Count != 12 {
 		t.Errorf("the viewer started from count %d; want the snapshot's 12", u.Count)
-	}
-}
-
-// TestUnsubscribesAreBatchedAndBounded: when the viewers of 10,000 posts leave while every
-// UNSUBSCRIBE takes Redis 300 ms, the node clears them in a few batched calls, a bounded number in
-// flight, within seconds (one post per call, one call at a time, would take 50 minutes).
-func TestUnsubscribesAreBatchedAndBounded(t *testing.T) {
-	h, sub := newGatedHub(t, Config{})
-	sub.unsubDelay = 300 * time.Millisecond
-	const n = 10_000
-	var held [][]*Post
-	for i := 0; i < n; i += MaxPosts {
-		ids := make([]string, 0, MaxPosts)
-		for j := i; j < min(i+MaxPosts, n); j++ {
-			ids = append(ids, fmt.Sprintf("p%d", j))
-		}
-		posts, err := h.Acquire(context.Background(), ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, posts)
-	}
-	for _, posts := range held {
-		h.Release(posts)
-	}
-	poll.Until(t, 60*time.Second, "every post unsubscribed", func() bool { _, _, done := sub.unsubscribes(); return done == n })
-	calls, peak, _ := sub.unsubscribes()
-	if want := n/unsubscribeBatch + 2*unsubscribers; calls > want {
-		t.Errorf("%d Unsubscribe calls for %d posts; want at most %d (batches of %d)", calls, n, want, unsubscribeBatch)
-	}
-	if peak > unsubscribers {
-		t.Errorf("%d Unsubscribe calls in flight at once; want at most %d", peak, unsubscribers)
-	}
-	if got := h.Subscriptions(); got != 0 {
-		t.Errorf("%d subscriptions left; want 0", got)
 	}
 }

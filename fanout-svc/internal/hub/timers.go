@@ -5,11 +5,10 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
-	"github.com/likes/likes/fanout-svc/internal/fastaccept"
 	"github.com/likes/likes/pkg/sse"
 )
 
-// drain is a shard's share of Hub.Drain: its viewers are closed evenly between start and end.
+// drain is a loop's share of Hub.Drain: its viewers are closed evenly between start and end.
 type drain struct {
 	active     bool
 	start, end int64
@@ -17,7 +16,7 @@ type drain struct {
 }
 
 // runTimers handles paced frames, the flush window, rate-capped posts, heartbeats, stalls and draining.
-func (s *shard) runTimers() {
+func (s *loop) runTimers() {
 	if len(s.paced) > 0 {
 		s.advancePacing()
 	}
@@ -42,8 +41,8 @@ func (s *shard) runTimers() {
 
 // sweep sends viewers that heard nothing for a heartbeat interval a heartbeat (their owed
 // watching frames, else a ping) and drops viewers whose socket has been full for longer than the
-// stall timeout. One pass over the shard, no timer per viewer.
-func (s *shard) sweep() {
+// stall timeout. One pass over the loop, no timer per viewer.
+func (s *loop) sweep() {
 	hb := int64(s.cfg.Heartbeat)
 	stall := int64(s.cfg.StallTimeout)
 	for _, v := range s.viewers {
@@ -62,7 +61,7 @@ func (s *shard) sweep() {
 
 // drainStep closes the share of viewers due by now, each after a short jittered retry hint so
 // that browsers reconnect (elsewhere) soon but not all at once.
-func (s *shard) drainStep() {
+func (s *loop) drainStep() {
 	d := &s.drain
 	span := max(d.end-d.start, 1)
 	due := d.total
@@ -84,7 +83,7 @@ func (s *shard) drainStep() {
 
 // sendAway closes v after a short jittered retry hint (when its socket can take one), so that a
 // drained or shed viewer reconnects elsewhere soon but not at the same moment as the others.
-func (s *shard) sendAway(v *viewer) {
+func (s *loop) sendAway(v *viewer) {
 	if !v.blocked() {
 		var b [32]byte
 		_, _ = epoll.Write(v.fd, sse.AppendRetry(b[:0], 250+rand.Int64N(1000)))
@@ -93,7 +92,7 @@ func (s *shard) sendAway(v *viewer) {
 }
 
 // timeoutMs is how long the loop may sleep in epoll_wait before a timer is due.
-func (s *shard) timeoutMs() int {
+func (s *loop) timeoutMs() int {
 	next := s.nextTick
 	if s.batch.flushAt != 0 {
 		next = min(next, s.batch.flushAt)
@@ -105,7 +104,7 @@ func (s *shard) timeoutMs() int {
 		next = min(next, s.now+pacedWake)
 	}
 	if s.intake != nil && s.intake.Waiting() {
-		next = min(next, s.now+int64(fastaccept.TickEvery))
+		next = min(next, s.now+int64(s.intake.TickEvery()))
 	}
 	if s.drain.active || s.shed.active() {
 		next = min(next, s.now+int64(10*time.Millisecond))

@@ -2,51 +2,53 @@ package hub
 
 import (
 	"net"
+
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
-// viewer is one SSE connection after it left net/http. It is owned by one shard goroutine and
+// viewer is one SSE connection after it left net/http. It is owned by one loop goroutine and
 // touched by no other, so it has no lock.
 type viewer struct {
 	fd    int
 	conn  net.Conn // kept so the runtime does not close the descriptor; closed on removal
 	multi bool
-	slots []slot // one per post of the stream, at most 64
+	links []link // one per post of the stream, at most 64
 
 	// pending is the unwritten rest of the last write; while it is non-empty the socket is full
 	// and new updates only set dirty bits. Bounded by one batch of frames.
 	pending      []byte
-	dirty        uint64 // posts (slot bits) whose newest frame is owed once the socket drains
+	dirty        uint64 // posts (link bits) whose newest frame is owed once the socket drains
 	batchDirty   uint64 // multi-post viewers: posts with frames in the batch being flushed
 	blockedSince int64
 	lastWrite    int64
 	inBatchList  bool
 	doomed       bool
-	watching     uint64 // posts (slot bits) whose newest watching frame is owed (watching.go)
+	watching     uint64 // posts (link bits) whose newest watching frame is owed (watching.go)
 	onClose      func()
 }
 
-// slot links a viewer to one of its posts in the shard.
-type slot struct {
-	sp   *shardPost
+// link links a viewer to one of its posts in the loop.
+type link struct {
+	sp   *loopPost
 	idx  int   // position of this viewer in sp.members
 	sent int64 // version of the newest frame of this post given to the socket
 }
 
 func (v *viewer) blocked() bool { return len(v.pending) > 0 }
 
-// member is one entry of a post's viewer list: the viewer and which of its slots the post is.
+// member is one entry of a post's viewer list: the viewer and which of its links the post is.
 type member struct {
 	v    *viewer
-	slot int
+	link int
 }
 
-// shardPost is a post as one shard sees it: its local viewers and what was last sent to them.
-type shardPost struct {
-	post     *Post
-	current  *frame      // the newest frame this shard has processed
-	watching *watchFrame // the newest watching frame this shard has processed
+// loopPost is a post as one loop sees it: its local viewers and what was last sent to them.
+type loopPost struct {
+	post     *posts.Post
+	current  *posts.Frame      // the newest frame this loop has processed
+	watching *posts.WatchFrame // the newest watching frame this loop has processed
 	members  []member
-	gone     bool // no viewers left; dropped from the shard
+	gone     bool // no viewers left; dropped from the loop
 
 	// Batch: frames of this post not yet flushed to its viewers (the same bytes for every stream
 	// kind: ids are versions on all of them).
@@ -62,4 +64,5 @@ type shardPost struct {
 }
 
 // MaxPosts is the most posts one viewer may follow: a viewer's owed posts are bits of one uint64.
-const MaxPosts = 64
+// The registry refuses to acquire more for one viewer.
+const MaxPosts = posts.MaxPosts

@@ -3,14 +3,15 @@ package hub
 import (
 	"math/bits"
 
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
 )
 
-// Watching numbers ("N watching now") reach viewers through shared frames and latest-value
-// slots like counts, but they never cost a write of their own: at 100K viewers a number that
-// changes every interval would otherwise be 50K writes per second for a figure nobody reads to the
-// last digit. So:
+// Watching numbers ("N watching now") reach viewers through shared frames and newest-value pointers
+// like counts, but they never cost a write of their own: at 100K viewers a number that changes
+// every interval would otherwise be 50K writes per second for a figure nobody reads to the last
+// digit. So:
 //
 //   - PublishWatching rounds the number first (displayWatching: exact below 1,000, three
 //     significant digits above) and drops it when the shown number stays the same. Each shown
@@ -29,50 +30,28 @@ import (
 // the hysteresis depends on what a node showed before, two nodes may show a large post's number
 // one step apart.
 
-// watchFrame is one watching number of a post as viewers are shown it (rounded), encoded once
-// for every viewer.
-type watchFrame struct {
-	n, ts int64 // the shown number; the start of the interval it was counted in
-	bytes []byte
-}
-
-// watchBatch is the posts with a new watching frame since the shard took its inbox.
+// watchBatch is the posts with a new watching frame since the loop took its inbox.
 type watchBatch struct {
-	posts []*shardPost
-}
-
-// LocalViewers calls fn once for each post with local viewers, with their number: a viewer of a
-// multi-post stream counts once for each of its posts. It runs under the hub's read lock, in
-// time proportional to the posts, not the viewers; fn must not block.
-func (h *Hub) LocalViewers(fn func(post string, viewers int)) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	for id, p := range h.posts {
-		if p.refs > 0 && p.err == nil {
-			fn(id, p.refs)
-		}
-	}
+	posts []*loopPost
 }
 
 // PublishWatching hands the hub a post's watching number. It never blocks: it records the number
 // viewers are to be shown (displayWatching) as the post's newest watching frame and marks the
-// post in every shard. A number older than the one the hub has, or one that shows the same, is
+// post in every loop. A number older than the one the hub has, or one that shows the same, is
 // dropped, so viewers hear of visible changes only.
 func (h *Hub) PublishWatching(w update.Watching) {
-	h.mu.RLock()
-	p := h.posts[w.PostID]
-	h.mu.RUnlock()
+	p := h.posts.Lookup(w.PostID)
 	if p == nil {
 		return
 	}
 	for {
-		old := p.watching.Load()
+		old := p.Watching()
 		shown := int64(-1)
 		if old != nil {
-			if old.ts >= w.TS {
+			if old.TS >= w.TS {
 				return
 			}
-			shown = old.n
+			shown = old.N
 		}
 		d := displayWatching(shown, w.Watching)
 		if d == shown {
@@ -80,38 +59,32 @@ func (h *Hub) PublishWatching(w update.Watching) {
 		}
 		nw := w
 		nw.Watching = d
-		if p.watching.CompareAndSwap(old, newWatchFrame(nw)) {
+		if p.SwapWatching(old, posts.NewWatchFrame(nw)) {
 			break
 		}
 	}
 	h.stats.WatchingUpdates.Add(1)
-	for _, s := range h.shards {
+	for _, s := range h.loops {
 		s.markWatching(p)
 	}
 }
 
-func newWatchFrame(w update.Watching) *watchFrame {
-	var data [96]byte
-	b := sse.AppendWatching(make([]byte, 0, 112), w.AppendJSON(data[:0]))
-	return &watchFrame{n: w.Watching, ts: w.TS, bytes: b[:len(b):len(b)]}
-}
-
-// markWatching tells the shard that p has a new watching frame. Called from any goroutine.
-func (s *shard) markWatching(p *Post) {
+// markWatching tells the loop that p has a new watching frame. Called from any goroutine.
+func (s *loop) markWatching(p *posts.Post) {
 	s.inbox.mu.Lock()
 	s.inbox.watching[p] = struct{}{}
 	s.inbox.mu.Unlock()
 	s.wake()
 }
 
-// collectWatching takes p's newest watching frame into the shard and lists the post for
-// flushWatching, unless the shard has it already (a viewer registered since took it).
-func (s *shard) collectWatching(p *Post) {
+// collectWatching takes p's newest watching frame into the loop and lists the post for
+// flushWatching, unless the loop has it already (a viewer registered since took it).
+func (s *loop) collectWatching(p *posts.Post) {
 	sp := s.posts[p]
 	if sp == nil {
 		return
 	}
-	wf := p.watching.Load()
+	wf := p.Watching()
 	if wf == nil || wf == sp.watching {
 		return
 	}
@@ -124,7 +97,7 @@ func (s *shard) collectWatching(p *Post) {
 // next count frames or its heartbeat. A newer number replaces an owed one; that counts as a
 // conflation only for a viewer whose socket is full, as for counts, because for the others it is
 // the design, not a slow reader.
-func (s *shard) flushWatching() {
+func (s *loop) flushWatching() {
 	for i, sp := range s.watch.posts {
 		s.watch.posts[i] = nil
 		if sp.gone {
@@ -132,7 +105,7 @@ func (s *shard) flushWatching() {
 		}
 		for _, m := range sp.members {
 			v := m.v
-			bit := uint64(1) << uint(m.slot)
+			bit := uint64(1) << uint(m.link)
 			if v.watching&bit != 0 && v.blocked() {
 				s.counts.conflated++
 			}
@@ -144,11 +117,11 @@ func (s *shard) flushWatching() {
 
 // appendOwedWatching appends the newest watching frame of every post owed to v and clears the
 // bits; it reports how many frames it appended.
-func (s *shard) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
+func (s *loop) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
 	var n int64
 	for d := v.watching; d != 0; d &= d - 1 {
-		if wf := v.slots[bits.TrailingZeros64(d)].sp.watching; wf != nil {
-			buf = append(buf, wf.bytes...)
+		if wf := v.links[bits.TrailingZeros64(d)].sp.watching; wf != nil {
+			buf = append(buf, wf.Bytes...)
 			n++
 		}
 	}
@@ -159,7 +132,7 @@ func (s *shard) appendOwedWatching(v *viewer, buf []byte) ([]byte, int64) {
 // appendOwed appends to buf, which holds frames count frames for v, the watching frames owed to
 // v, so that they go out in the same write. Without count frames it appends nothing: a watching
 // number alone waits for the heartbeat (sweep).
-func (s *shard) appendOwed(v *viewer, buf []byte, frames int64) []byte {
+func (s *loop) appendOwed(v *viewer, buf []byte, frames int64) []byte {
 	if frames == 0 || v.watching == 0 {
 		return buf
 	}
@@ -170,7 +143,7 @@ func (s *shard) appendOwed(v *viewer, buf []byte, frames int64) []byte {
 
 // heartbeat writes to an idle v its owed watching frames, or ": ping" when it is owed none:
 // either keeps the connection's proxies and the client's watchdog from timing out.
-func (s *shard) heartbeat(v *viewer) {
+func (s *loop) heartbeat(v *viewer) {
 	if v.watching != 0 {
 		buf, n := s.appendOwedWatching(v, s.scratch[:0])
 		s.scratch = buf[:0]
@@ -184,12 +157,12 @@ func (s *shard) heartbeat(v *viewer) {
 	s.write(v, sse.Ping, 0)
 }
 
-// appendWatchingState appends, for a viewer being registered, the watching number the shard has
+// appendWatchingState appends, for a viewer being registered, the watching number the loop has
 // for each of its posts, so that a new viewer sees them at once rather than at the next change.
-func (s *shard) appendWatchingState(v *viewer, buf []byte) []byte {
-	for i := range v.slots {
-		if wf := v.slots[i].sp.watching; wf != nil {
-			buf = append(buf, wf.bytes...)
+func (s *loop) appendWatchingState(v *viewer, buf []byte) []byte {
+	for i := range v.links {
+		if wf := v.links[i].sp.watching; wf != nil {
+			buf = append(buf, wf.Bytes...)
 			s.counts.watchingSent++
 		}
 	}

@@ -34,7 +34,7 @@ func (r *reader) lastWatching(post string) int64 {
 }
 
 func TestWatchingReachesEveryViewerOnceWithoutID(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 2})
+	h, _ := newTestHub(t, Config{Loops: 2})
 	var readers []*reader
 	for range 3 {
 		_, c := addViewer(t, h, false, "42")
@@ -81,7 +81,7 @@ func TestWatchingReachesEveryViewerOnceWithoutID(t *testing.T) {
 const shortHeartbeat = 50 * time.Millisecond
 
 func TestWatchingPerPostOnAMultiPostStream(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1, Heartbeat: shortHeartbeat})
+	h, _ := newTestHub(t, Config{Loops: 1, Heartbeat: shortHeartbeat})
 	_, c := addViewer(t, h, true, "a", "b", "c")
 	r := startReader(t, c)
 	h.PublishWatching(watch("a", 1, 10))
@@ -114,7 +114,7 @@ func TestNewViewerGetsTheCurrentWatchingNumber(t *testing.T) {
 }
 
 func TestBlockedViewerGetsTheNewestWatchingNumber(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1})
+	h, _ := newTestHub(t, Config{Loops: 1})
 	stalled := stalledViewer(t, h, "w")
 	_, c := addViewer(t, h, false, "w")
 	sentinel := startReader(t, c)
@@ -130,7 +130,7 @@ func TestBlockedViewerGetsTheNewestWatchingNumber(t *testing.T) {
 		poll.Until(t, 10*time.Second, "sentinel at the count", func() bool { u, _ := sentinel.last("w"); return u.Count == i })
 	}
 	// How many numbers slip through while the kernel settles the stalled socket's buffers depends
-	// on the kernel; a queue would deliver every one of the 2,000, a latest-value slot the newest
+	// on the kernel; a queue would deliver every one of the 2,000, a newest-value pointer the newest
 	// and at most the few the kernel let through. (2,000 is shown exactly: three digits.)
 	const numbers = 2000
 	for n := int64(1); n <= numbers; n++ {
@@ -157,7 +157,7 @@ func TestLocalViewers(t *testing.T) {
 	addViewer(t, h, false, "a")
 	addViewer(t, h, true, "a", "b")
 	got := map[string]int{}
-	h.LocalViewers(func(post string, n int) { got[post] = n })
+	h.posts.LocalViewers(func(post string, n int) { got[post] = n })
 	if len(got) != 2 || got["a"] != 3 || got["b"] != 1 {
 		t.Errorf("local viewers %v; want a:3 b:1", got)
 	}
@@ -174,7 +174,7 @@ func TestWatchingForAPostWithoutViewersIsDropped(t *testing.T) {
 // TestWatchingRidesAlongWithTheNextCount: a changed number costs no write of its own; it goes out
 // in the same write as the viewer's next count frame, on single- and multi-post streams.
 func TestWatchingRidesAlongWithTheNextCount(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1}) // the default heartbeat: no ping within the test
+	h, _ := newTestHub(t, Config{Loops: 1}) // the default heartbeat: no ping within the test
 	_, sc := addViewer(t, h, false, "r")
 	_, mc := addViewer(t, h, true, "r", "other")
 	single, multi := startReader(t, sc), startReader(t, mc)
@@ -192,7 +192,7 @@ func TestWatchingRidesAlongWithTheNextCount(t *testing.T) {
 			return u.Count == 1 && r.lastWatching("r") == 5
 		})
 	}
-	h.Close() // the shard's tallies are final once it stopped
+	h.Close() // the loop's tallies are final once it stopped
 	if got := h.Stats().Writes.Load(); got != 4 {
 		t.Errorf("%d writes; want 4: each viewer's registration, then its count with the number", got)
 	}
@@ -205,7 +205,7 @@ func TestWatchingRidesAlongWithTheNextCount(t *testing.T) {
 // with its heartbeat, in place of the ping; a heartbeat with nothing owed is a ping.
 func TestIdleViewerGetsWatchingAtTheHeartbeat(t *testing.T) {
 	const heartbeat = 300 * time.Millisecond
-	h, _ := newTestHub(t, Config{Shards: 1, Heartbeat: heartbeat})
+	h, _ := newTestHub(t, Config{Loops: 1, Heartbeat: heartbeat})
 	added := time.Now() // no later than the registration write, from which the heartbeat counts
 	_, c := addViewer(t, h, false, "idle")
 	r := startReader(t, c)
@@ -229,7 +229,7 @@ func TestIdleViewerGetsWatchingAtTheHeartbeat(t *testing.T) {
 // TestWatchingThatShowsTheSameSendsNothing: above 1,000 a change the display would not show
 // (12,301 -> 12,340, both 12,300) is dropped; one it shows is sent, rounded.
 func TestWatchingThatShowsTheSameSendsNothing(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1})
+	h, _ := newTestHub(t, Config{Loops: 1})
 	_, c := addViewer(t, h, false, "big")
 	r := startReader(t, c)
 	poll.Until(t, 10*time.Second, "snapshot", func() bool { _, ok := r.last("big"); return ok })
@@ -253,7 +253,7 @@ func TestWatchingThatShowsTheSameSendsNothing(t *testing.T) {
 
 // TestSmallWatchingNumbersAreExact: below 1,000 every change reaches the viewer as it is.
 func TestSmallWatchingNumbersAreExact(t *testing.T) {
-	h, _ := newTestHub(t, Config{Shards: 1})
+	h, _ := newTestHub(t, Config{Loops: 1})
 	_, c := addViewer(t, h, true, "small", "also")
 	r := startReader(t, c)
 	poll.Until(t, 10*time.Second, "snapshot", func() bool { _, ok := r.last("small"); return ok })

@@ -6,9 +6,9 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 )
 
-// owe marks slot i's newest frame as owed to v once its socket drains. A frame already owed is
+// owe marks link i's newest frame as owed to v once its socket drains. A frame already owed is
 // replaced, never queued: that replacement is a conflation.
-func (s *shard) owe(v *viewer, i int) {
+func (s *loop) owe(v *viewer, i int) {
 	bit := uint64(1) << uint(i)
 	if v.dirty&bit != 0 {
 		s.counts.conflated++
@@ -17,7 +17,7 @@ func (s *shard) owe(v *viewer, i int) {
 }
 
 // write hands b (holding frames frames) to v's socket; what does not fit is copied to v.pending.
-func (s *shard) write(v *viewer, b []byte, frames int64) {
+func (s *loop) write(v *viewer, b []byte, frames int64) {
 	n, ok := s.writeSome(v, b)
 	if !ok {
 		return
@@ -32,7 +32,7 @@ func (s *shard) write(v *viewer, b []byte, frames int64) {
 }
 
 // writeSome writes what v's socket takes of b. A write error dooms v and reports false.
-func (s *shard) writeSome(v *viewer, b []byte) (int, bool) {
+func (s *loop) writeSome(v *viewer, b []byte) (int, bool) {
 	n, err := epoll.Write(v.fd, b)
 	s.counts.writes++
 	if err != nil {
@@ -48,7 +48,7 @@ func (s *shard) writeSome(v *viewer, b []byte) (int, bool) {
 // flushViewer runs when v's socket may take more: the rest of the last write first, then the
 // newest frame of every post owed to v, with its owed watching frames, in one write. Watching
 // frames owed without a count frame wait for the heartbeat.
-func (s *shard) flushViewer(v *viewer) {
+func (s *loop) flushViewer(v *viewer) {
 	if v.doomed {
 		return
 	}
@@ -71,10 +71,10 @@ func (s *shard) flushViewer(v *viewer) {
 	var frames int64
 	for d := v.dirty; d != 0; d &= d - 1 {
 		i := bits.TrailingZeros64(d)
-		sl := &v.slots[i]
-		if f := sl.sp.current; f != nil && f.u.TS > sl.sent {
-			buf = append(buf, f.bytes...)
-			sl.sent = f.u.TS
+		sl := &v.links[i]
+		if f := sl.sp.current; f != nil && f.Update.TS > sl.sent {
+			buf = append(buf, f.Bytes...)
+			sl.sent = f.Update.TS
 			frames++
 		}
 	}

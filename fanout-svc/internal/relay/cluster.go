@@ -31,29 +31,30 @@ type clusterBus struct {
 	topo   *topology
 
 	// mu guards the maps below; it is never held across a Redis call. No lock is held across
-	// SSUBSCRIBE or CLUSTER SLOTS either: the hub never has a subscribe and an unsubscribe of the
-	// same post in flight at once, each pub/sub connection writes its commands in order, and
-	// where a reconciliation races with a subscription (a slot moving while a channel joins or
-	// leaves it), the loser puts things right afterwards (see resubscribeSlot and subscribe).
-	mu          sync.Mutex
-	shards      map[string]*shard // master address -> its pub/sub connection
-	slots       map[int]*slotSubs // slot -> its subscribed channels
-	dirtySlots  map[int]string    // slots to resubscribe -> node a MOVED named ("": ask the topology)
-	dirtyShards map[*shard]bool   // nodes all of whose slots must be resubscribed
-	running     bool              // run is running: new shards start their loop at once
-	stopped     bool              // run returned: no new shard loops
-	loops       sync.WaitGroup    // shard loops
-	wake        chan struct{}     // work for the reconciler
+	// SSUBSCRIBE or CLUSTER SLOTS either: the registry of posts never has a subscribe and an
+	// unsubscribe of the same post in flight at once, each pub/sub connection writes its commands
+	// in order, and where a reconciliation races with a subscription (a slot moving while a channel
+	// joins or leaves it), the loser puts things right afterwards (see resubscribeSlot and
+	// subscribe).
+	mu         sync.Mutex
+	conns      map[string]*masterConn // master address -> its pub/sub connection
+	slots      map[int]*slotSubs      // slot -> its subscribed channels
+	dirtySlots map[int]string         // slots to resubscribe -> node a MOVED named ("": ask the topology)
+	dirtyConns map[*masterConn]bool   // nodes all of whose slots must be resubscribed
+	running    bool                   // run is running: new connections start their loop at once
+	stopped    bool                   // run returned: no new connection loops
+	loops      sync.WaitGroup         // the connections' receive loops
+	wake       chan struct{}          // work for the reconciler
 }
 
-// slotSubs is what the node is subscribed to in one slot, and on which shard.
+// slotSubs is what the node is subscribed to in one slot, and on which master connection.
 type slotSubs struct {
-	shard    *shard
+	conn     *masterConn
 	channels map[string]struct{}
 }
 
-// shard is the sharded pub/sub connection to one master node, read by its own loop.
-type shard struct {
+// masterConn is the sharded pub/sub connection to one master node, read by its own loop.
+type masterConn struct {
 	addr    string
 	client  *redis.Client
 	rc      receiver
@@ -63,37 +64,37 @@ type shard struct {
 
 func newClusterBus(r *Relay, client *redis.ClusterClient) *clusterBus {
 	return &clusterBus{
-		r:           r,
-		client:      client,
-		topo:        newTopology(client),
-		shards:      make(map[string]*shard),
-		slots:       make(map[int]*slotSubs),
-		dirtySlots:  make(map[int]string),
-		dirtyShards: make(map[*shard]bool),
-		wake:        make(chan struct{}, 1),
+		r:          r,
+		client:     client,
+		topo:       newTopology(client),
+		conns:      make(map[string]*masterConn),
+		slots:      make(map[int]*slotSubs),
+		dirtySlots: make(map[int]string),
+		dirtyConns: make(map[*masterConn]bool),
+		wake:       make(chan struct{}, 1),
 	}
 }
 
 func (b *clusterBus) subscribe(ctx context.Context, ch string) error {
 	slot := keySlot(ch)
-	sh, err := b.shardForSlot(ctx, slot) // may read CLUSTER SLOTS; nothing is locked meanwhile
+	mc, err := b.connForSlot(ctx, slot) // may read CLUSTER SLOTS; nothing is locked meanwhile
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
 	ss := b.slots[slot]
 	if ss == nil {
-		ss = &slotSubs{shard: sh, channels: make(map[string]struct{})}
+		ss = &slotSubs{conn: mc, channels: make(map[string]struct{})}
 		b.slots[slot] = ss
 	}
 	ss.channels[ch] = struct{}{}
-	target := ss.shard
+	target := ss.conn
 	b.mu.Unlock()
 	if err := target.rc.ps.SSubscribe(ctx, ch); err != nil {
 		return err
 	}
 	b.mu.Lock()
-	moved := b.slots[slot] != ss || ss.shard != target
+	moved := b.slots[slot] != ss || ss.conn != target
 	b.mu.Unlock()
 	if moved {
 		// The reconciler moved the slot while this SSUBSCRIBE was on its way to the old node:
@@ -114,27 +115,27 @@ func (b *clusterBus) unsubscribe(ctx context.Context, chs []string) {
 func (b *clusterBus) unsubscribeOne(ctx context.Context, ch string) {
 	slot := keySlot(ch)
 	b.mu.Lock()
-	var sh *shard
+	var mc *masterConn
 	if ss := b.slots[slot]; ss != nil {
 		if _, ok := ss.channels[ch]; ok {
 			delete(ss.channels, ch)
-			sh = ss.shard
+			mc = ss.conn
 		}
 		if len(ss.channels) == 0 {
 			delete(b.slots, slot)
 		}
 	}
 	b.mu.Unlock()
-	if sh == nil {
+	if mc == nil {
 		return
 	}
-	if err := sh.rc.ps.SUnsubscribe(ctx, ch); err != nil {
-		b.r.log.Debug("sunsubscribe", zap.String("channel", ch), zap.String("node", sh.addr), zap.Error(err))
+	if err := mc.rc.ps.SUnsubscribe(ctx, ch); err != nil {
+		b.r.log.Debug("sunsubscribe", zap.String("channel", ch), zap.String("node", mc.addr), zap.Error(err))
 	}
 }
 
-// shardForSlot returns the shard of the node that owns slot, loading the slot map if needed.
-func (b *clusterBus) shardForSlot(ctx context.Context, slot int) (*shard, error) {
+// connForSlot returns the connection to the master that owns slot, loading the slot map if needed.
+func (b *clusterBus) connForSlot(ctx context.Context, slot int) (*masterConn, error) {
 	addr := b.topo.ownerOf(slot)
 	if addr == "" {
 		if err := b.topo.refresh(ctx, 100*time.Millisecond); err != nil {
@@ -144,68 +145,68 @@ func (b *clusterBus) shardForSlot(ctx context.Context, slot int) (*shard, error)
 			return nil, errors.New("no cluster node owns slot " + strconv.Itoa(slot))
 		}
 	}
-	return b.shard(addr)
+	return b.connFor(addr)
 }
 
-// shard returns the shard for a master address, connecting a new one (and starting its loop if
+// connFor returns the connFor for a master address, connecting a new one (and starting its loop if
 // run is running) the first time.
-func (b *clusterBus) shard(addr string) (*shard, error) {
+func (b *clusterBus) connFor(addr string) (*masterConn, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
 		return nil, errStopped
 	}
-	if sh := b.shards[addr]; sh != nil {
-		return sh, nil
+	if mc := b.conns[addr]; mc != nil {
+		return mc, nil
 	}
 	client := redis.NewClient(nodeOptions(b.client.Options(), addr))
-	sh := &shard{addr: addr, client: client, rc: receiver{ps: client.SSubscribe(context.Background()), log: b.r.log.With(zap.String("node", addr))}}
-	b.shards[addr] = sh
+	mc := &masterConn{addr: addr, client: client, rc: receiver{ps: client.SSubscribe(context.Background()), log: b.r.log.With(zap.String("node", addr))}}
+	b.conns[addr] = mc
 	if b.running {
-		b.start(sh)
+		b.start(mc)
 	}
-	return sh, nil
+	return mc, nil
 }
 
-// start runs the shard's receive loop; b.mu is held. The loop exits when the shard is stopped
-// (by dropUnusedShards, or for every shard when run ends) and closes the shard's client on its way
-// out.
-func (b *clusterBus) start(sh *shard) {
+// start runs the connection's receive loop; b.mu is held. The loop exits when the connection is
+// stopped (by dropUnusedConns, or for every connection when run ends) and closes the connection's
+// client on its way out.
+func (b *clusterBus) start(mc *masterConn) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sh.cancel, sh.started = cancel, true
+	mc.cancel, mc.started = cancel, true
 	b.loops.Add(1)
-	go func() { // exits when sh.stop cancels ctx
+	go func() { // exits when mc.stop cancels ctx
 		defer b.loops.Done()
-		defer sh.client.Close()
-		defer sh.rc.ps.Close()
-		sh.rc.loop(ctx, &b.r.stats, func(m any) { b.handle(sh, m) }, func(err error) bool { return b.failed(sh, err) })
+		defer mc.client.Close()
+		defer mc.rc.ps.Close()
+		mc.rc.loop(ctx, &b.r.stats, func(m any) { b.handle(mc, m) }, func(err error) bool { return b.failed(mc, err) })
 	}()
 }
 
-// stop ends the shard's loop (closing the PubSub wakes a pending read). It must be called without
+// stop ends the connection's loop (closing the PubSub wakes a pending read). It must be called without
 // b.mu: PubSub.Close takes the PubSub's own lock, which go-redis holds while it redials a broken
 // connection (up to the dial timeout, per attempt), and every subscribe, unsubscribe and
-// `sunsubscribe` push of every shard needs b.mu meanwhile. Callers take the shard out of
-// b.shards under the lock, so no one else reaches it, and stop it after unlocking.
-func (sh *shard) stop() {
-	if sh.cancel != nil {
-		sh.cancel()
+// `sunsubscribe` push of every connection needs b.mu meanwhile. Callers take the connection out of
+// b.conns under the lock, so no one else reaches it, and stop it after unlocking.
+func (mc *masterConn) stop() {
+	if mc.cancel != nil {
+		mc.cancel()
 	}
-	_ = sh.rc.ps.Close()
-	if !sh.started {
-		_ = sh.client.Close()
+	_ = mc.rc.ps.Close()
+	if !mc.started {
+		_ = mc.client.Close()
 	}
 }
 
 // handle passes messages and confirmations to the relay. A `sunsubscribe` for a channel the node
 // still wants there was pushed by Redis: the slot moved to another node.
-func (b *clusterBus) handle(sh *shard, msg any) {
+func (b *clusterBus) handle(mc *masterConn, msg any) {
 	if s, ok := msg.(*redis.Subscription); ok && s.Kind == "sunsubscribe" {
 		slot := keySlot(s.Channel)
 		b.mu.Lock()
 		ss := b.slots[slot]
 		wanted := false
-		if ss != nil && ss.shard == sh {
+		if ss != nil && ss.conn == mc {
 			_, wanted = ss.channels[s.Channel]
 		}
 		b.mu.Unlock()
@@ -217,20 +218,20 @@ func (b *clusterBus) handle(sh *shard, msg any) {
 	b.r.handle(msg)
 }
 
-// failed classifies an error read from a shard's connection. A MOVED names the slot and its new
+// failed classifies an error read from a master connection. A MOVED names the slot and its new
 // node; another error reply refused a subscription without saying which, and a read error means
-// the connection broke (go-redis reconnects): either way the shard's slots are resubscribed.
+// the connection broke (go-redis reconnects): either way the connection's slots are resubscribed.
 // It reports whether err was a reply, which needs no backoff.
-func (b *clusterBus) failed(sh *shard, err error) bool {
+func (b *clusterBus) failed(mc *masterConn, err error) bool {
 	var reply redis.Error
 	if !errors.As(err, &reply) {
-		b.markShard(sh)
+		b.markConn(mc)
 		return false
 	}
 	if slot, addr, ok := parseMoved(err); ok {
 		b.mu.Lock()
 		ss := b.slots[slot]
-		current := ss == nil || ss.shard.addr == addr // already there: a late answer to an old command
+		current := ss == nil || ss.conn.addr == addr // already there: a late answer to an old command
 		b.mu.Unlock()
 		if !current {
 			b.topo.moved(slot, addr)
@@ -238,8 +239,8 @@ func (b *clusterBus) failed(sh *shard, err error) bool {
 		}
 		return true
 	}
-	b.r.log.Debug("pubsub refused", zap.String("node", sh.addr), zap.Error(err))
-	b.markShard(sh)
+	b.r.log.Debug("pubsub refused", zap.String("node", mc.addr), zap.Error(err))
+	b.markConn(mc)
 	return true
 }
 
@@ -265,9 +266,9 @@ func (b *clusterBus) markSlot(slot int, addr string) {
 	b.signal()
 }
 
-func (b *clusterBus) markShard(sh *shard) {
+func (b *clusterBus) markConn(mc *masterConn) {
 	b.mu.Lock()
-	b.dirtyShards[sh] = true
+	b.dirtyConns[mc] = true
 	b.mu.Unlock()
 	b.signal()
 }
@@ -279,12 +280,12 @@ func (b *clusterBus) signal() {
 	}
 }
 
-// run starts the shard loops and the reconciler and waits for ctx; then it stops them all.
+// run starts the connection loops and the reconciler and waits for ctx; then it stops them all.
 func (b *clusterBus) run(ctx context.Context) {
 	b.mu.Lock()
 	b.running = true
-	for _, sh := range b.shards {
-		b.start(sh)
+	for _, mc := range b.conns {
+		b.start(mc)
 	}
 	b.mu.Unlock()
 	done := make(chan struct{})
@@ -296,13 +297,13 @@ func (b *clusterBus) run(ctx context.Context) {
 	<-done
 	b.mu.Lock()
 	b.stopped, b.running = true, false
-	shards := make([]*shard, 0, len(b.shards))
-	for _, sh := range b.shards {
-		shards = append(shards, sh)
+	conns := make([]*masterConn, 0, len(b.conns))
+	for _, mc := range b.conns {
+		conns = append(conns, mc)
 	}
 	b.mu.Unlock()
-	for _, sh := range shards { // after unlocking: see stop
-		sh.stop()
+	for _, mc := range conns { // after unlocking: see stop
+		mc.stop()
 	}
 	b.loops.Wait()
 }
@@ -310,8 +311,8 @@ func (b *clusterBus) run(ctx context.Context) {
 func (b *clusterBus) healthy() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, sh := range b.shards {
-		if !sh.rc.up.Load() {
+	for _, mc := range b.conns {
+		if !mc.rc.up.Load() {
 			return false
 		}
 	}

@@ -47,8 +47,8 @@ func subscribeAll(t *testing.T, rel *Relay, posts ...string) {
 	}
 }
 
-// shardSubscribers returns how many clients of node n are subscribed to the sharded channel ch.
-func shardSubscribers(t *testing.T, n *redistest.Server, ch string) int64 {
+// shardedSubscribers returns how many clients of node n are subscribed to the sharded channel ch.
+func shardedSubscribers(t *testing.T, n *redistest.Server, ch string) int64 {
 	t.Helper()
 	res, err := n.Do("PUBSUB", "SHARDNUMSUB", ch)
 	if err != nil {
@@ -85,14 +85,14 @@ func TestClusterRoutesEachPostToItsNode(t *testing.T) {
 	}
 	bus := rel.bus.(*clusterBus)
 	bus.mu.Lock()
-	shards := len(bus.shards)
+	conns := len(bus.conns)
 	bus.mu.Unlock()
-	if shards != 3 {
-		t.Errorf("pub/sub connections = %d; want 3, one per master", shards)
+	if conns != 3 {
+		t.Errorf("pub/sub connections = %d; want 3, one per master", conns)
 	}
 	for node, ps := range posts {
 		for i, p := range ps {
-			if got := shardSubscribers(t, c.Nodes[node], keys.Channel(p)); got != 1 {
+			if got := shardedSubscribers(t, c.Nodes[node], keys.Channel(p)); got != 1 {
 				t.Errorf("node %d: sharded subscribers of %s = %d; want 1", node, p, got)
 			}
 			spublish(t, cc, p, int64(10*node+i+1), int64(100+i))
@@ -111,9 +111,9 @@ func TestClusterRoutesEachPostToItsNode(t *testing.T) {
 	gone := posts[1][0]
 	rel.Unsubscribe([]string{gone})
 	poll.Until(t, 5*time.Second, "no subscriber of "+gone, func() bool {
-		return shardSubscribers(t, c.Nodes[1], keys.Channel(gone)) == 0
+		return shardedSubscribers(t, c.Nodes[1], keys.Channel(gone)) == 0
 	})
-	if got := shardSubscribers(t, c.Nodes[1], keys.Channel(posts[1][1])); got != 1 {
+	if got := shardedSubscribers(t, c.Nodes[1], keys.Channel(posts[1][1])); got != 1 {
 		t.Errorf("subscribers of %s after unsubscribing %s = %d; want 1", posts[1][1], gone, got)
 	}
 	poll.Until(t, 10*time.Second, "Healthy", rel.Healthy)
@@ -133,10 +133,10 @@ func TestClusterFollowsMigratedSlot(t *testing.T) {
 
 	c.MigrateSlot(keySlot(keys.Channel(post)), c.Nodes[2])
 	poll.Until(t, 10*time.Second, "resynced count 3 after the move", func() bool { return sink.has(post, 3) })
-	if got := shardSubscribers(t, c.Nodes[2], keys.Channel(post)); got != 1 {
+	if got := shardedSubscribers(t, c.Nodes[2], keys.Channel(post)); got != 1 {
 		t.Errorf("subscribers of %s on its new owner = %d; want 1", post, got)
 	}
-	if got := shardSubscribers(t, c.Nodes[0], keys.Channel(post)); got != 0 {
+	if got := shardedSubscribers(t, c.Nodes[0], keys.Channel(post)); got != 0 {
 		t.Errorf("subscribers of %s on its old owner = %d; want 0", post, got)
 	}
 	if got := rel.Stats().Reroutes.Load(); got < 1 {
@@ -184,7 +184,7 @@ func TestClusterResubscribesAfterNodeRestart(t *testing.T) {
 	for _, p := range posts[victim] {
 		poll.Until(t, 20*time.Second, "resynced count 9 of "+p, func() bool { return sink.has(p, 9) })
 		poll.Until(t, 10*time.Second, "subscription of "+p+" on the restarted node", func() bool {
-			return shardSubscribers(t, c.Nodes[victim], keys.Channel(p)) == 1
+			return shardedSubscribers(t, c.Nodes[victim], keys.Channel(p)) == 1
 		})
 	}
 	for _, ps := range posts {
@@ -214,7 +214,7 @@ func TestClusterFollowsMoved(t *testing.T) {
 	c.MigrateSlot(keySlot(keys.Channel(post)), c.Nodes[1])
 
 	subscribe(t, rel, post)
-	if got := shardSubscribers(t, c.Nodes[1], keys.Channel(post)); got != 1 {
+	if got := shardedSubscribers(t, c.Nodes[1], keys.Channel(post)); got != 1 {
 		t.Errorf("subscribers of %s on its new owner = %d; want 1", post, got)
 	}
 	spublish(t, cc, post, 5, 500)

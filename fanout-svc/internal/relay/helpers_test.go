@@ -47,13 +47,13 @@ func (s *recordingSink) has(post string, count int64) bool {
 // startRelay runs a relay on client until the test ends.
 func startRelay(t *testing.T, client redis.UniversalClient) (*Relay, *recordingSink) {
 	t.Helper()
-	rel := New(client, keys, zaptest.NewLogger(t))
 	sink := newRecordingSink()
+	rel := New(client, keys, sink, zaptest.NewLogger(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { // exits when the test's cleanup cancels ctx
 		defer close(done)
-		rel.Run(ctx, sink)
+		rel.Run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -38,20 +38,21 @@ func (b *clusterBus) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// reconcile resubscribes every dirty slot (and every slot of a dirty shard) on its owner, and
-// drops shards of nodes that no longer own slots. A slot that fails stays dirty for the next round.
+// reconcile resubscribes every dirty slot (and every slot of a dirty connection) on its owner, and
+// drops the connections to nodes that no longer own slots. A slot that fails stays dirty for the
+// next round.
 func (b *clusterBus) reconcile(ctx context.Context) {
 	b.mu.Lock()
 	slots := b.dirtySlots
 	b.dirtySlots = make(map[int]string)
-	for sh := range b.dirtyShards {
+	for mc := range b.dirtyConns {
 		for slot, ss := range b.slots {
-			if _, ok := slots[slot]; !ok && ss.shard == sh {
+			if _, ok := slots[slot]; !ok && ss.conn == mc {
 				slots[slot] = ""
 			}
 		}
 	}
-	clear(b.dirtyShards)
+	clear(b.dirtyConns)
 	b.mu.Unlock()
 
 	if err := b.topo.refresh(ctx, 100*time.Millisecond); err != nil {
@@ -65,14 +66,14 @@ func (b *clusterBus) reconcile(ctx context.Context) {
 			b.markSlot(slot, "")
 		}
 	}
-	b.dropUnusedShards()
+	b.dropUnusedConns()
 }
 
 // resubscribeSlot subscribes the slot's channels on the node that owns it now (hint, when a
 // MOVED named it, else the slot map), moving them off the node that had them if that changed.
 // Subscribing again where they already are is harmless: Redis confirms and the relay re-reads.
 // No lock is held across the commands; a channel that left the slot meanwhile is unsubscribed
-// again afterwards, so a move never resurrects a subscription the hub dropped.
+// again afterwards, so a move never resurrects a subscription the registry of posts dropped.
 func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string) error {
 	b.mu.Lock()
 	ss := b.slots[slot]
@@ -80,7 +81,7 @@ func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string)
 		b.mu.Unlock()
 		return nil
 	}
-	old := ss.shard
+	old := ss.conn
 	channels := make([]string, 0, len(ss.channels))
 	for ch := range ss.channels {
 		channels = append(channels, ch)
@@ -93,13 +94,13 @@ func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string)
 	}
 	target := old
 	if addr != "" && addr != old.addr {
-		sh, err := b.shard(addr)
+		mc, err := b.connFor(addr)
 		if err != nil {
 			return err
 		}
-		target = sh
+		target = mc
 		b.mu.Lock()
-		ss.shard = target // before the SUNSUBSCRIBE below, so its MOVED answer reads as stale
+		ss.conn = target // before the SUNSUBSCRIBE below, so its MOVED answer reads as stale
 		b.mu.Unlock()
 		b.r.stats.Reroutes.Add(1)
 		// The old node dropped them already or will answer MOVED; this makes go-redis forget
@@ -116,7 +117,7 @@ func (b *clusterBus) resubscribeSlot(ctx context.Context, slot int, hint string)
 	b.mu.Lock()
 	var gone []string
 	for _, ch := range channels {
-		if cur := b.slots[slot]; cur == nil || cur.shard != target || !has(cur.channels, ch) {
+		if cur := b.slots[slot]; cur == nil || cur.conn != target || !has(cur.channels, ch) {
 			gone = append(gone, ch)
 		}
 	}
@@ -132,28 +133,28 @@ func has(set map[string]struct{}, k string) bool {
 	return ok
 }
 
-// dropUnusedShards stops the connections to nodes that own no slots and carry no subscription.
-// They are picked under b.mu and stopped after it is released (see shard.stop).
-func (b *clusterBus) dropUnusedShards() {
+// dropUnusedConns stops the connections to nodes that own no slots and carry no subscription.
+// They are picked under b.mu and stopped after it is released (see masterConn.stop).
+func (b *clusterBus) dropUnusedConns() {
 	masters := b.topo.masters()
 	if len(masters) == 0 {
 		return
 	}
 	b.mu.Lock()
-	inUse := make(map[*shard]bool, len(b.shards))
+	inUse := make(map[*masterConn]bool, len(b.conns))
 	for _, ss := range b.slots {
-		inUse[ss.shard] = true
+		inUse[ss.conn] = true
 	}
-	var unused []*shard
-	for addr, sh := range b.shards {
-		if !inUse[sh] && !slices.Contains(masters, addr) {
-			delete(b.shards, addr)
-			delete(b.dirtyShards, sh)
-			unused = append(unused, sh)
+	var unused []*masterConn
+	for addr, mc := range b.conns {
+		if !inUse[mc] && !slices.Contains(masters, addr) {
+			delete(b.conns, addr)
+			delete(b.dirtyConns, mc)
+			unused = append(unused, mc)
 		}
 	}
 	b.mu.Unlock()
-	for _, sh := range unused {
-		sh.stop()
+	for _, mc := range unused {
+		mc.stop()
 	}
 }

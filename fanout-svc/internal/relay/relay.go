@@ -13,7 +13,7 @@ import (
 	"github.com/likes/likes/pkg/update"
 )
 
-// Sink receives updates; the hub implements it. Publish must not block.
+// Sink receives updates: the node hands them to its hub. Publish must not block.
 type Sink interface {
 	Publish(u update.Update)
 }
@@ -50,7 +50,7 @@ type Relay struct {
 	log    *zap.Logger
 	bus    bus
 	stats  Stats
-	sink   atomic.Pointer[sinkBox]
+	sink   Sink
 
 	mu        sync.Mutex
 	waiters   map[string][]chan struct{} // channel -> subscribers awaiting confirmation
@@ -61,14 +61,14 @@ type Relay struct {
 	resyncSignal  chan struct{}
 }
 
-type sinkBox struct{ Sink }
-
-// New returns a relay; Run must be running for subscriptions to be confirmed. A
-// *redis.ClusterClient selects sharded pub/sub (SSUBSCRIBE), any other client classic SUBSCRIBE.
-func New(client redis.UniversalClient, keys rediskeys.Scheme, log *zap.Logger) *Relay {
+// New returns a relay that hands every update it receives to sink; Run must be running for
+// subscriptions to be confirmed. A *redis.ClusterClient selects sharded pub/sub (SSUBSCRIBE), any
+// other client classic SUBSCRIBE.
+func New(client redis.UniversalClient, keys rediskeys.Scheme, sink Sink, log *zap.Logger) *Relay {
 	r := &Relay{
 		client:        client,
 		keys:          keys,
+		sink:          sink,
 		log:           log,
 		waiters:       make(map[string][]chan struct{}),
 		confirmed:     make(map[string]bool),
@@ -111,8 +111,8 @@ func (r *Relay) Subscribe(ctx context.Context, postID string) error {
 	return err
 }
 
-// Unsubscribe drops the posts' channels, in one command where the bus can (the hub hands over
-// hundreds at once when many posts go idle together), within 2 s however Redis is doing.
+// Unsubscribe drops the posts' channels, in one command where the bus can (the registry of posts
+// hands over hundreds at once when many posts go idle together), within 2 s however Redis is doing.
 func (r *Relay) Unsubscribe(postIDs []string) {
 	chs := make([]string, len(postIDs))
 	for i, id := range postIDs {
@@ -149,12 +149,11 @@ func (r *Relay) dropWaiter(ch string, w chan struct{}) {
 	}
 }
 
-// Run reads the pub/sub connections and hands updates to sink until ctx is done. go-redis
+// Run reads the pub/sub connections and hands updates to the sink until ctx is done. go-redis
 // reconnects after an error (and the cluster bus also follows slots that move); whenever a
 // channel is confirmed again, Run re-reads that post so viewers converge without reconnecting.
 // Errors are counted in Stats and retried, never returned: Run ends only with ctx.
-func (r *Relay) Run(ctx context.Context, sink Sink) {
-	r.sink.Store(&sinkBox{sink})
+func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // exits when ctx is done
@@ -176,7 +175,7 @@ func (r *Relay) handle(msg any) {
 			r.stats.Malformed.Add(1)
 			return
 		}
-		r.sink.Load().Publish(u)
+		r.sink.Publish(u)
 	case *redis.Subscription:
 		if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
 			r.confirm(m.Channel)

@@ -49,10 +49,9 @@ func (r *Relay) resyncLoop(ctx context.Context) {
 				}
 				break
 			}
-			sink := r.sink.Load()
 			for _, u := range states {
 				r.stats.Resyncs.Add(1)
-				sink.Publish(u)
+				r.sink.Publish(u)
 			}
 		}
 	}

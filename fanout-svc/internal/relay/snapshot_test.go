@@ -17,7 +17,7 @@ func TestSnapshotReadsReactions(t *testing.T) {
 	rdb.Set(ctx, keys.Count("a"), 4, 0)
 	rdb.Set(ctx, keys.Version("a"), 1_800_000_000_000_000, 0)
 	rdb.HSet(ctx, keys.Reactions("a"), "wow", 2, "clap", 10)
-	rel := New(rdb, keys, nil)
+	rel := New(rdb, keys, nil, nil)
 	got, err := rel.Snapshot(ctx, []string{"a", "b"})
 	want := []update.Update{
 		{PostID: "a", Count: 4, TS: 1_800_000_000_000_000, Reactions: `{"clap":10,"wow":2}`},

@@ -96,7 +96,7 @@ func (h *Handler) admitNow(src source, posts []string) (hub.Viewer, *refusal) {
 	if no != nil {
 		return hub.Viewer{}, no
 	}
-	acquired, ok := h.hub.AcquireKnown(posts)
+	acquired, ok := h.posts.AcquireKnown(posts)
 	if !ok {
 		h.giveBack(hub.Viewer{OnClose: release})
 		return hub.Viewer{}, &wouldWait

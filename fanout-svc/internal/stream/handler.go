@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/pkg/update"
@@ -39,6 +40,7 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	hub      *hub.Hub
+	posts    *posts.Registry
 	snap     Snapshotter
 	log      *zap.Logger
 	sources  *perSource
@@ -49,15 +51,16 @@ type Handler struct {
 	Refused atomic.Int64 // viewers turned away because the node or their address was full
 }
 
-// New returns a stream handler.
-func New(cfg Config, h *hub.Hub, snap Snapshotter, log *zap.Logger) *Handler {
+// New returns a stream handler that subscribes its viewers' posts in reg, reads their state with
+// snap and hands the viewers to h.
+func New(cfg Config, h *hub.Hub, reg *posts.Registry, snap Snapshotter, log *zap.Logger) *Handler {
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = 5 * time.Second
 	}
 	if cfg.MaxPosts <= 0 || cfg.MaxPosts > hub.MaxPosts {
 		cfg.MaxPosts = hub.MaxPosts
 	}
-	return &Handler{cfg: cfg, hub: h, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.Clients),
+	return &Handler{cfg: cfg, hub: h, posts: reg, snap: snap, log: log, sources: newPerSource(cfg.MaxPerSource, cfg.Clients),
 		preambles: newPreambles(cfg.Retry)}
 }
 
@@ -147,9 +150,9 @@ var (
 	refuseNoHijack = refusal{http.StatusInternalServerError, 0, "streaming unsupported", false}
 )
 
-// admit takes everything a stream needs before it can be handed to the hub: a slot of its
-// address, an admission of the node, and its posts' subscriptions and state. On refusal it holds
-// nothing.
+// admit takes everything a stream needs before it can be handed to the hub: a place in its
+// address's quota, an admission of the node, and its posts' subscriptions and state. On refusal it
+// holds nothing.
 func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Viewer, *refusal) {
 	release, no := h.reserve(src)
 	if no != nil {
@@ -165,8 +168,8 @@ func (h *Handler) admit(ctx context.Context, src source, posts []string) (hub.Vi
 	return v, nil
 }
 
-// reserve takes a slot of the stream's address and an admission of the node; release gives
-// back the address's slot (nil: none taken).
+// reserve takes a place in the stream's address quota and an admission of the node; release gives
+// back that place (nil: none taken).
 func (h *Handler) reserve(src source) (release func(), no *refusal) {
 	if h.draining.Load() {
 		return nil, &refuseDraining
@@ -186,7 +189,7 @@ func (h *Handler) reserve(src source) (release func(), no *refusal) {
 
 // giveBack returns what an admitted stream holds when it does not reach the hub.
 func (h *Handler) giveBack(v hub.Viewer) {
-	h.hub.Release(v.Posts)
+	h.posts.Release(v.Posts)
 	h.hub.Unreserve()
 	if v.OnClose != nil {
 		v.OnClose()
@@ -221,7 +224,7 @@ func (no *refusal) retryAfter() string { return strconv.Itoa(max(int(no.retry/ti
 func (h *Handler) setup(ctx context.Context, posts []string) (hub.Viewer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.SetupTimeout)
 	defer cancel()
-	acquired, err := h.hub.Acquire(ctx, posts)
+	acquired, err := h.posts.Acquire(ctx, posts)
 	if err != nil {
 		return hub.Viewer{}, err
 	}

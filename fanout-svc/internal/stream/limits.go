@@ -8,9 +8,9 @@ import (
 	"github.com/likes/likes/pkg/clientip"
 )
 
-// perSource counts viewers per client address so that one address cannot take a node's every
-// slot. The address is the peer's, or the first untrusted hop of X-Forwarded-For when the peer is
-// a configured proxy.
+// perSource counts viewers per client address, a quota per address, so that one address cannot
+// take all of a node's admissions. The address is the peer's, or the first untrusted hop of
+// X-Forwarded-For when the peer is a configured proxy.
 type perSource struct {
 	max     int
 	clients clientip.Resolver

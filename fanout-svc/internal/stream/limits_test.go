@@ -28,12 +28,12 @@ func TestPerSourceLimit(t *testing.T) {
 		t.Fatalf("direct client: got %v %v %v; want the third refused", ok1, ok2, ok3)
 	}
 	rel1()
-	rel1() // releasing twice must not free two slots
+	rel1() // releasing twice must not free two places
 	if _, ok := mk("1.2.3.4:1003", ""); !ok {
-		t.Error("slot not returned after release")
+		t.Error("place not returned after release")
 	}
 	if _, ok := mk("1.2.3.4:1004", ""); ok {
-		t.Error("double release freed an extra slot")
+		t.Error("double release freed an extra place")
 	}
 	// Behind a trusted proxy, the client is the first untrusted hop from the right.
 	for i := 0; i < 2; i++ {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/fanout-svc/internal/relay"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
@@ -33,24 +34,30 @@ import (
 var testKeys = rediskeys.New("test:")
 
 type testNode struct {
-	URL string
-	Hub *hub.Hub
+	URL   string
+	Hub   *hub.Hub
+	Posts *posts.Registry
+	Relay *relay.Relay
 }
 
-// startNode serves streams from a hub and relay on client until the test ends.
-func startNode(t testing.TB, client redis.UniversalClient, cfg Config, hcfg hub.Config) *testNode {
+// startNode serves streams from a hub, a registry of posts and a relay on client until the test
+// ends.
+func startNode(t testing.TB, client redis.UniversalClient, cfg Config, pcfg posts.Config) *testNode {
 	t.Helper()
 	log := zap.NewNop()
-	rel := relay.New(client, testKeys, log)
-	h, err := hub.New(hcfg, rel, log)
+	var sink hubSink // the relay hands updates to the hub, as the node does
+	rel := relay.New(client, testKeys, &sink, log)
+	reg := posts.New(pcfg, rel)
+	h, err := hub.New(hub.Config{}, reg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sink.h = h
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { // exits when the cleanup cancels ctx
 		defer close(done)
-		rel.Run(ctx, h)
+		rel.Run(ctx)
 	}()
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 100_000
@@ -59,16 +66,22 @@ func startNode(t testing.TB, client redis.UniversalClient, cfg Config, hcfg hub.
 		cfg.Retry = time.Second
 	}
 	r := chi.NewRouter()
-	New(cfg, h, rel, log).Routes(r)
+	New(cfg, h, reg, rel, log).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(func() {
 		h.Close()
+		reg.Close()
 		srv.Close()
 		cancel()
 		<-done
 	})
-	return &testNode{URL: srv.URL, Hub: h}
+	return &testNode{URL: srv.URL, Hub: h, Posts: reg, Relay: rel}
 }
+
+// hubSink hands the relay's updates to a hub built after the relay (relay.Sink).
+type hubSink struct{ h *hub.Hub }
+
+func (s *hubSink) Publish(u update.Update) { s.h.Publish(u) }
 
 // watcher is one viewer's stream read with the shared SSE client.
 type watcher struct {
@@ -182,13 +195,13 @@ func publish(t testing.TB, client redis.UniversalClient, u update.Update) {
 func TestSubscriptionSurvivesFirstViewerLeaving(t *testing.T) {
 	rs := redistest.Start(t)
 	client := rs.Client(t)
-	n := startNode(t, client, Config{SetupTimeout: 30 * time.Second}, hub.Config{UnsubscribeGrace: time.Minute})
+	n := startNode(t, client, Config{SetupTimeout: 30 * time.Second}, posts.Config{UnsubscribeGrace: time.Minute})
 	warm := watch(t, n.URL+"/sse/warm") // opens the pub/sub and pool connections before the pause
 	poll.Until(t, 20*time.Second, "the warm-up stream", func() bool { _, ok := warm.last("warm"); return ok })
 
 	thaw := freeze(t, rs) // Redis answers nothing, so the subscription stays unconfirmed until thaw
 	first := watch(t, n.URL+"/sse/hot")
-	poll.Until(t, 20*time.Second, "the first viewer's subscription in flight", func() bool { return n.Hub.Subscriptions() == 2 })
+	poll.Until(t, 20*time.Second, "the first viewer's subscription in flight", func() bool { return n.Posts.Subscriptions() == 2 })
 	const others = 200
 	viewers := make([]*watcher, others)
 	for i := range viewers {
@@ -216,7 +229,7 @@ func TestSubscriptionSurvivesFirstViewerLeaving(t *testing.T) {
 func TestReturningViewerIsSubscribedAfterUnsubscribe(t *testing.T) {
 	rs := redistest.Start(t)
 	client := rs.Client(t)
-	n := startNode(t, client, Config{}, hub.Config{UnsubscribeGrace: time.Millisecond})
+	n := startNode(t, client, Config{}, posts.Config{UnsubscribeGrace: time.Millisecond})
 	for i := int64(1); i <= 30; i++ {
 		w := watch(t, n.URL+"/sse/flap")
 		poll.Until(t, 20*time.Second, "the viewer's snapshot", func() bool { _, ok := w.last("flap"); return ok })
@@ -225,7 +238,7 @@ func TestReturningViewerIsSubscribedAfterUnsubscribe(t *testing.T) {
 		w.stop()
 		poll.Until(t, 20*time.Second, "the viewer gone", func() bool { return n.Hub.Admitted() == 0 })
 	}
-	poll.Until(t, 20*time.Second, "the last unsubscribe", func() bool { return n.Hub.Subscriptions() == 0 })
+	poll.Until(t, 20*time.Second, "the last unsubscribe", func() bool { return n.Posts.Subscriptions() == 0 })
 	res, err := rs.Do("PUBSUB", "NUMSUB", testKeys.Channel("flap"))
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +318,7 @@ func stoppedMasterCluster(t testing.TB) (*redistest.Cluster, *redis.ClusterClien
 // of posts on healthy masters connect.
 func TestClusterStoppedMasterLeavesOthersFlowing(t *testing.T) {
 	c, client := stoppedMasterCluster(t)
-	n := startNode(t, client, Config{}, hub.Config{UnsubscribeGrace: 10 * time.Millisecond})
+	n := startNode(t, client, Config{}, posts.Config{UnsubscribeGrace: 10 * time.Millisecond})
 	posts := clusterPosts(t, c, "p", 3)
 	fresh := clusterPosts(t, c, "new", 1)
 	viewers := map[string]*watcher{}
@@ -352,7 +365,7 @@ func TestClusterStoppedMasterLeavesOthersFlowing(t *testing.T) {
 // for waits for its subscriptions (real redis-server on loopback).
 func BenchmarkSubscribe(b *testing.B) {
 	rs := redistest.Start(b)
-	n := startNode(b, rs.Client(b), Config{}, hub.Config{UnsubscribeGrace: time.Millisecond})
+	n := startNode(b, rs.Client(b), Config{}, posts.Config{UnsubscribeGrace: time.Millisecond})
 	stream := 0
 	for _, size := range []int{1, 64} {
 		b.Run("posts="+strconv.Itoa(size), func(b *testing.B) {
@@ -362,11 +375,11 @@ func BenchmarkSubscribe(b *testing.B) {
 				for i := range ids {
 					ids[i] = "s" + strconv.Itoa(stream) + "-" + strconv.Itoa(i)
 				}
-				posts, err := n.Hub.Acquire(context.Background(), ids)
+				held, err := n.Posts.Acquire(context.Background(), ids)
 				if err != nil {
 					b.Fatal(err)
 				}
-				n.Hub.Release(posts)
+				n.Posts.Release(held)
 			}
 		})
 	}
@@ -378,7 +391,7 @@ func BenchmarkSubscribe(b *testing.B) {
 // each; every round updates 8 posts with 5 viewers each.
 func BenchmarkClusterStoppedMaster(b *testing.B) {
 	c, client := stoppedMasterCluster(b)
-	n := startNode(b, client, Config{}, hub.Config{UnsubscribeGrace: 10 * time.Millisecond})
+	n := startNode(b, client, Config{}, posts.Config{UnsubscribeGrace: 10 * time.Millisecond})
 	posts := clusterPosts(b, c, "p", 4)
 	var healthy []string
 	for node := 1; node < len(posts); node++ {

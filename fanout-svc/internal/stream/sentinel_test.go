@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/fanout-svc/internal/hub"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/redistest"
@@ -24,7 +24,7 @@ func TestSentinelFailoverKeepsViewersFlowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() }) // after the node's cleanup, registered below
-	n := startNode(t, client, Config{}, hub.Config{})
+	n := startNode(t, client, Config{}, posts.Config{})
 	v := watch(t, n.URL+"/sse/p1")
 	poll.Until(t, 10*time.Second, "the viewer's snapshot", func() bool { _, ok := v.last("p1"); return ok })
 	publish(t, client, update.Update{PostID: "p1", Count: 1, TS: 1})

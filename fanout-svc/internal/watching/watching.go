@@ -14,7 +14,8 @@ import (
 	"github.com/likes/likes/pkg/update"
 )
 
-// Local is the node's own view: the posts it has viewers of. The hub implements it.
+// Local is the node's own view: the posts it has viewers of. The registry of posts (package posts)
+// implements it.
 type Local interface {
 	// LocalViewers calls fn once for each post with local viewers. fn must not block.
 	LocalViewers(fn func(post string, viewers int))

@@ -1,4 +1,4 @@
-package hub
+package posts
 
 import (
 	"container/heap"
@@ -15,8 +15,8 @@ const (
 )
 
 // unsubscriber holds the idle posts by the end of their grace period, so that a page refresh does
-// not flap the subscription. Its queue is guarded by Hub.mu; Hub.unsubscribeLoop takes the due
-// posts off it in batches and unsubscribes them without a lock.
+// not flap the subscription. Its queue is guarded by Registry.mu; Registry.unsubscribeLoop takes
+// the due posts off it in batches and unsubscribes them without a lock.
 type unsubscriber struct {
 	idle idleQueue
 	wake chan struct{} // a new deadline to consider
@@ -25,7 +25,7 @@ type unsubscriber struct {
 func newUnsubscriber() unsubscriber { return unsubscriber{wake: make(chan struct{}, 1)} }
 
 // queue schedules p's UNSUBSCRIBE for the end of its grace period. A post queued already keeps
-// its entry, which finds the newer idleSince when it comes due and waits longer. h.mu is held.
+// its entry, which finds the newer idleSince when it comes due and waits longer. r.mu is held.
 func (u *unsubscriber) queue(p *Post, grace time.Duration) {
 	if p.queued {
 		return
@@ -42,39 +42,39 @@ func (u *unsubscriber) queue(p *Post, grace time.Duration) {
 // in batches of up to unsubscribeBatch, with up to unsubscribers batches in flight, until Close.
 // A batch is taken off the queue only once a call can start, so that a viewer returning to a post
 // still queued keeps its subscription.
-func (h *Hub) unsubscribeLoop() {
-	slots := make(chan struct{}, unsubscribers)
+func (r *Registry) unsubscribeLoop() {
+	calls := make(chan struct{}, unsubscribers)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		select {
-		case slots <- struct{}{}:
-		case <-h.done:
+		case calls <- struct{}{}:
+		case <-r.done:
 			return
 		}
-		batch, wait := h.dueIdle(unsubscribeBatch)
+		batch, wait := r.dueIdle(unsubscribeBatch)
 		if len(batch) > 0 {
-			h.wg.Add(1)
+			r.wg.Add(1)
 			go func() { // exits when the call returns: the Subscriber bounds it
-				defer h.wg.Done()
-				defer func() { <-slots }()
+				defer r.wg.Done()
+				defer func() { <-calls }()
 				ids := make([]string, len(batch))
 				for i, p := range batch {
 					ids[i] = p.id
 				}
-				h.sub.Unsubscribe(ids)
-				h.unsubscribed(batch)
+				r.sub.Unsubscribe(ids)
+				r.unsubscribed(batch)
 			}()
 			continue
 		}
-		<-slots
+		<-calls
 		if wait > 0 {
 			timer.Reset(wait)
 		}
 		select {
-		case <-h.done:
+		case <-r.done:
 			return
-		case <-h.unsub.wake:
+		case <-r.unsub.wake:
 		case <-timer.C:
 		}
 		timer.Stop()
@@ -84,47 +84,47 @@ func (h *Hub) unsubscribeLoop() {
 // dueIdle takes up to n posts whose grace period ended and starts their leaving: they stay in the
 // map, so that a viewer arriving for one subscribes only after the UNSUBSCRIBE. With none due, it
 // returns how long until the next grace period ends (0: none pending).
-func (h *Hub) dueIdle(n int) ([]*Post, time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+func (r *Registry) dueIdle(n int) ([]*Post, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return nil, 0
 	}
 	now := time.Now()
 	var batch []*Post
-	for len(h.unsub.idle) > 0 && len(batch) < n {
-		e := h.unsub.idle[0]
+	for len(r.unsub.idle) > 0 && len(batch) < n {
+		e := r.unsub.idle[0]
 		if now.Before(e.at) {
 			if len(batch) == 0 {
 				return nil, e.at.Sub(now)
 			}
 			break
 		}
-		heap.Pop(&h.unsub.idle)
+		heap.Pop(&r.unsub.idle)
 		p := e.p
 		p.queued = false
-		if p.is() != idle || h.posts[p.id] != p {
+		if p.is() != idle || r.posts[p.id] != p {
 			continue // a viewer came back, or the post failed
 		}
-		if due := p.idleSince.Add(h.cfg.UnsubscribeGrace); now.Before(due) {
-			h.unsub.queue(p, h.cfg.UnsubscribeGrace) // released again since it was queued
+		if due := p.idleSince.Add(r.cfg.UnsubscribeGrace); now.Before(due) {
+			r.unsub.queue(p, r.cfg.UnsubscribeGrace) // released again since it was queued
 			continue
 		}
 		p.leave()
-		h.leavingPosts++
+		r.leavingPosts++
 		batch = append(batch, p)
 	}
 	return batch, 0
 }
 
 // unsubscribed ends the leaving of each post in batch and lets their successors subscribe.
-func (h *Hub) unsubscribed(batch []*Post) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (r *Registry) unsubscribed(batch []*Post) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, p := range batch {
-		if h.posts[p.id] == p {
-			delete(h.posts, p.id)
-			h.leavingPosts--
+		if r.posts[p.id] == p {
+			delete(r.posts, p.id)
+			r.leavingPosts--
 		}
 		close(p.left)
 	}

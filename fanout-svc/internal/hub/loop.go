@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
-	"github.com/likes/likes/fanout-svc/internal/fastaccept"
+	"github.com/likes/likes/fanout-svc/internal/posts"
 )
 
-// shard is one event loop: one goroutine around one epoll instance, owning a share of the viewers.
+// loop is one event loop: one goroutine around one epoll instance, owning a share of the viewers.
 // Other goroutines talk to it only through its inbox (inbox.go); everything else is touched by
 // the loop alone, so it has no lock. The loop's phases live in their own files: the inbox, the
 // batches of frames (batch.go), the write path (write.go), registration (register.go), timers
 // (timers.go) and removal (remove.go).
-type shard struct {
+type loop struct {
 	id     int
 	hub    *Hub
 	cfg    Config
@@ -23,45 +23,45 @@ type shard struct {
 
 	// Owned by the loop.
 	now      int64
-	posts    map[*Post]*shardPost
+	posts    map[*posts.Post]*loopPost
 	viewers  map[int]*viewer
 	doomed   []*viewer
 	scratch  []byte
 	readBuf  []byte
 	batch    batch
-	watch    watchBatch   // watching frames to write (watching.go)
-	held     []*shardPost // rate-capped posts with a frame waiting for their next slot
-	paced    []*shardPost // posts with a displayed frame being paced to their viewers (pace.go)
+	watch    watchBatch  // watching frames to write (watching.go)
+	held     []*loopPost // rate-capped posts with a frame waiting for their next turn
+	paced    []*loopPost // posts with a displayed frame being paced to their viewers (pace.go)
 	nextTick int64
 	tick     int64
 	drain    drain
-	shed     shedder // Hub.Shed: closes the viewers of the moment, keeps the shard running (shed.go)
+	shed     shedder // Hub.Shed: closes the viewers of the moment, keeps the loop running (shed.go)
 	counts   counts
-	intake   *fastaccept.Intake // the connections this loop accepts itself (listen.go); nil: none
+	intake   Intake // the connections this loop accepts itself (accept.go); nil: none
 
-	size atomic.Int64 // viewers given to this shard and not yet removed, for Add's choice (listen.go)
+	size atomic.Int64 // viewers given to this loop and not yet removed, for Add's choice (accept.go)
 }
 
-func newShard(id int, h *Hub) (*shard, error) {
+func newLoop(id int, h *Hub) (*loop, error) {
 	p, err := epoll.New()
 	if err != nil {
 		return nil, err
 	}
 	tick := h.cfg.Heartbeat / 4
 	tick = max(10*time.Millisecond, min(tick, time.Second))
-	return &shard{
+	return &loop{
 		id: id, hub: h, cfg: h.cfg, poller: p, epoch: time.Now(),
 		inbox: newInbox(),
-		posts: make(map[*Post]*shardPost), viewers: make(map[int]*viewer),
+		posts: make(map[*posts.Post]*loopPost), viewers: make(map[int]*viewer),
 		scratch: make([]byte, 0, 4096), readBuf: make([]byte, 512),
 		tick: int64(tick),
 	}, nil
 }
 
-func (s *shard) clock() int64 { return int64(time.Since(s.epoch)) }
+func (s *loop) clock() int64 { return int64(time.Since(s.epoch)) }
 
 // run is the event loop. It returns after stop, having closed every viewer and the poller.
-func (s *shard) run() {
+func (s *loop) run() {
 	defer s.shutdown()
 	s.now = s.clock()
 	s.nextTick = s.now + s.tick
@@ -91,7 +91,7 @@ func (s *shard) run() {
 	}
 }
 
-func (s *shard) onSocketEvent(v *viewer, events uint32) {
+func (s *loop) onSocketEvent(v *viewer, events uint32) {
 	if events&epoll.Failed != 0 {
 		s.doom(v)
 		return
