@@ -6,15 +6,15 @@
 #
 # It starts, as root: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd
 # (a daemon of its own, apart from Docker's), the kubelet (CNI bridge likeskube0), kube-proxy
-# (iptables), and CoreDNS and metrics-server in the cluster. It returns when the node is Ready and
-# both are available; then
+# (iptables), and CoreDNS, metrics-server and HAProxy Ingress in the cluster. It returns when the
+# node is Ready and all three are available; then
 #   export KUBECONFIG=/var/lib/likes-kube/admin.kubeconfig
 # and kubectl (or $KUBE_CACHE/<version>/bin/kubectl, the same version) reaches it.
 # `make kube-down` (scripts/kube-down.sh) stops it and removes what it made. Where things live:
 # scripts/kube/lib.sh. Running it again on a running cluster only loads the images again.
 #
 # Environment: KUBE_VERSION (v1.34.2), COREDNS_VERSION, KUBE_CACHE (~/.cache/likes/kube),
-# METRICS_SERVER_VERSION, DOCKER (the docker CLI).
+# METRICS_SERVER_VERSION, HAPROXY_INGRESS_VERSION, DOCKER (the docker CLI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/kube/lib.sh
@@ -252,6 +252,9 @@ sed -e "s#@IMAGE@#$KUBE_COREDNS_IMAGE#" -e "s#@DNS_IP@#$KUBE_DNS_IP#" scripts/ku
 # metrics-server, for the HPA's CPU and memory (scripts/kube/metrics-server.yaml).
 sed -e "s#@IMAGE@#$KUBE_METRICS_SERVER_IMAGE#" scripts/kube/metrics-server.yaml |
   kubectl apply --server-side -f - >/dev/null
+# HAProxy Ingress, the controller of the Ingresses' class haproxy (scripts/kube/haproxy-ingress.yaml).
+sed -e "s#@IMAGE@#$KUBE_HAPROXY_INGRESS_IMAGE#" scripts/kube/haproxy-ingress.yaml |
+  kubectl apply --server-side -f - >/dev/null
 # Storage: the default StorageClass and a local volume per Redis data pod
 # (scripts/kube/storage.yaml says why).
 kubectl apply --server-side -f scripts/kube/storage.yaml >/dev/null
@@ -262,4 +265,5 @@ for n in 0 1 2; do
 done
 await "CoreDNS is available" 120 kubectl -n kube-system wait --for=condition=Available deploy/coredns --timeout=1s
 await "metrics-server is available" 120 kubectl -n kube-system wait --for=condition=Available deploy/metrics-server --timeout=1s
+await "HAProxy Ingress is available" 120 kubectl -n haproxy-controller wait --for=condition=Available deploy/haproxy-ingress --timeout=1s
 kube_say "up in $(($(date +%s) - start))s: export KUBECONFIG=$KUBECONFIG_ADMIN"

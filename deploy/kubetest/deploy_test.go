@@ -34,6 +34,7 @@ func TestKubeDeploy(t *testing.T) {
 	var got figures
 	d := stepInstall(t, &got)
 	stepLike(t, d)
+	stepIngress(t, d, &got)
 	stepScaleAndRamp(t, d, &got)
 	stepHPA(t, &got)
 	stepRollout(t, d, &got)

@@ -9,6 +9,9 @@
 #   $KUBE_CACHE/coredns-$COREDNS_VERSION/coredns   the cluster's DNS (its image is made from it)
 #   $KUBE_CACHE/metrics-server-$METRICS_SERVER_VERSION/metrics-server   the resource metrics the
 #                                   HPA reads (likewise)
+#   $KUBE_CACHE/haproxy-ingress-$HAPROXY_INGRESS_VERSION/haproxy-ingress, and beside it rootfs/
+#                                   (the module's templates, Lua scripts and start.sh): the
+#                                   Ingress controller of the public routes (images.sh)
 #
 # Kubernetes: the k8s.io/kubernetes module zip has no staging/ tree, so its go.mod's
 # `=> ./staging/src/...` replaces (and its go.work) point at nothing: they are dropped and the
@@ -78,3 +81,12 @@ build_program() {
 build_kube
 build_program coredns "$COREDNS_VERSION" github.com/coredns/coredns .
 build_program metrics-server "$METRICS_SERVER_VERSION" sigs.k8s.io/metrics-server ./cmd/metrics-server
+build_program haproxy-ingress "$HAPROXY_INGRESS_VERSION" github.com/jcmoraisjr/haproxy-ingress ./pkg
+# The controller renders haproxy.cfg from its module's templates and loads its Lua scripts: the
+# image takes them from here, as the module's own Dockerfile copies its rootfs/.
+ingress_root=$KUBE_CACHE/haproxy-ingress-$HAPROXY_INGRESS_VERSION/rootfs
+if [[ ! -d $ingress_root ]]; then
+  cp -r "$(module_dir "github.com/jcmoraisjr/haproxy-ingress@$HAPROXY_INGRESS_VERSION")/rootfs" "$ingress_root.tmp"
+  chmod -R u+w "$ingress_root.tmp"
+  mv "$ingress_root.tmp" "$ingress_root"
+fi

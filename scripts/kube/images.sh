@@ -6,6 +6,9 @@
 #   likes-kube/pause:local        scripts/kube/pause, containerd's sandbox_image
 #   likes-kube/coredns:<version>  the CoreDNS binary build.sh made, on an empty image
 #   likes-kube/metrics-server:<version>  likewise
+#   likes-kube/haproxy-ingress:<version>  the HAProxy Ingress controller build.sh made, with its
+#                                 module's rootfs/, on the haproxy image of `make images-offline`
+#                                 (scripts/kube/haproxy-ingress/Dockerfile)
 #   likes/writer-svc:dev, likes/fanout-svc:dev, likes/loadgen:dev   build/Dockerfile, as
 #                                 docker-compose.yml builds them (docker compose build)
 #   likes-kube/redis:local        the Redis stand-in of `make images-offline` under a name that
@@ -24,6 +27,19 @@ kube_static_image() {
   rm -rf "$dir"
 }
 
+# kube_haproxy_ingress_image builds the Ingress controller's image from the cached build (no
+# registry: its base is a local image).
+kube_haproxy_ingress_image() {
+  local base dir build=$KUBE_CACHE/haproxy-ingress-$HAPROXY_INGRESS_VERSION
+  base=$(sed -n 's/^HAPROXY_IMAGE=//p' .run/offline/images.env 2>/dev/null || true)
+  [[ -n $base ]] || kube_die "no haproxy image: run make images-offline first"
+  dir=$(mktemp -d)
+  cp -r scripts/kube/haproxy-ingress/. "$build/rootfs" "$dir/"
+  cp "$build/haproxy-ingress" "$dir/"
+  "$DOCKER" build -q --build-arg "BASE=$base" -t "$KUBE_HAPROXY_INGRESS_IMAGE" "$dir" >/dev/null
+  rm -rf "$dir"
+}
+
 # kube_images_build makes the images the engine lacks.
 kube_images_build() {
   local dir
@@ -34,6 +50,7 @@ kube_images_build() {
   kube_static_image "$KUBE_METRICS_SERVER_IMAGE" /metrics-server \
     "$KUBE_CACHE/metrics-server-$METRICS_SERVER_VERSION/metrics-server"
   rm -rf "$dir"
+  kube_haproxy_ingress_image
   # The compose stack's own images, from this checkout, built the way `docker compose up --build`
   # builds them (after the compose suite, from its cache, in seconds).
   kube_say "building likes/credentials:dev, likes/writer-svc:dev, likes/fanout-svc:dev, likes/loadgen:dev"
@@ -47,8 +64,8 @@ kube_images_load() {
   redis=$(sed -n 's/^REDIS_IMAGE=//p' .run/offline/images.env 2>/dev/null || true)
   [[ -n $redis ]] || kube_die "no Redis stand-in: run make images-offline first"
   "$DOCKER" tag "$redis" likes-kube/redis:local
-  for img in "$KUBE_PAUSE_IMAGE" "$KUBE_COREDNS_IMAGE" "$KUBE_METRICS_SERVER_IMAGE" likes/credentials:dev likes/writer-svc:dev \
-    likes/fanout-svc:dev likes/loadgen:dev likes-kube/redis:local; do
+  for img in "$KUBE_PAUSE_IMAGE" "$KUBE_COREDNS_IMAGE" "$KUBE_METRICS_SERVER_IMAGE" "$KUBE_HAPROXY_INGRESS_IMAGE" \
+    likes/credentials:dev likes/writer-svc:dev likes/fanout-svc:dev likes/loadgen:dev likes-kube/redis:local; do
     "$DOCKER" save "$img" | kube_ctr images import - >/dev/null
   done
   kube_say "images in containerd: $(kube_ctr images ls -q | grep -vc '^sha256:') tags"

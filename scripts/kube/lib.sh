@@ -16,6 +16,8 @@
 KUBE_VERSION=${KUBE_VERSION:-v1.34.2}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.1}
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.8.0}
+# The newest HAProxy Ingress the module proxy serves (it refuses v0.14.8 and later).
+HAPROXY_INGRESS_VERSION=${HAPROXY_INGRESS_VERSION:-v0.14.7}
 KUBE_CACHE=${KUBE_CACHE:-$HOME/.cache/likes/kube}
 KUBE_BIN=$KUBE_CACHE/$KUBE_VERSION/bin
 KUBE_STATE=${KUBE_STATE:-/var/lib/likes-kube}
@@ -39,6 +41,7 @@ CONTAINERD_SOCK=$KUBE_RUN/containerd/containerd.sock
 KUBE_PAUSE_IMAGE=docker.io/likes-kube/pause:local
 KUBE_COREDNS_IMAGE=docker.io/likes-kube/coredns:$COREDNS_VERSION
 KUBE_METRICS_SERVER_IMAGE=docker.io/likes-kube/metrics-server:$METRICS_SERVER_VERSION
+KUBE_HAPROXY_INGRESS_IMAGE=docker.io/likes-kube/haproxy-ingress:$HAPROXY_INGRESS_VERSION
 
 kube_say() { echo "kube: $*" >&2; }
 kube_die() {
