@@ -3,7 +3,6 @@ package likeapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/pkg/writerapi"
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/batch"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
@@ -140,20 +140,7 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, op string) {
 	h.outage.ok()
 	h.newPosts.exists(post)
 	h.metrics.record(op, res)
-	serve.RawJSON(w, http.StatusOK, appendLikeReply(make([]byte, 0, 64), post, res.Count, op == opLike && res.Changed))
-}
-
-// appendLikeReply appends the body of a like or unlike, {"post_id":"42","count":123,"liked":true}
-// and a newline, exactly as encoding/json would write it: post ids are validated to need no
-// escaping (package ids). Liked is whether this request added the like.
-func appendLikeReply(dst []byte, post string, count int64, liked bool) []byte {
-	dst = append(dst, `{"post_id":"`...)
-	dst = append(dst, post...)
-	dst = append(dst, `","count":`...)
-	dst = strconv.AppendInt(dst, count, 10)
-	dst = append(dst, `,"liked":`...)
-	dst = strconv.AppendBool(dst, liked)
-	return append(dst, "}\n"...)
+	serve.RawJSON(w, http.StatusOK, writerapi.AppendLikeReply(make([]byte, 0, 64), post, res.Count, op == opLike && res.Changed))
 }
 
 // apply stores the change. Likes and unlikes both pass the client address's limit: an unlike of a

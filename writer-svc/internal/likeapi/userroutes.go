@@ -4,46 +4,16 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/pkg/writerapi"
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/userlikes"
 )
-
-// likedPostJSON is one entry of a user's likes.
-type likedPostJSON struct {
-	PostID  string    `json:"post_id"`
-	LikedAt time.Time `json:"liked_at"`
-}
-
-type userLikesReply struct {
-	UserID     string          `json:"user_id"`
-	Likes      []likedPostJSON `json:"likes"`
-	NextCursor string          `json:"next_cursor"`
-}
-
-type erasedReply struct {
-	UserID  string `json:"user_id"`
-	Removed int    `json:"removed"`
-}
-
-// likerJSON is one entry of a post's likers: an object, not a bare id, so that a field (a name,
-// an avatar a site joins in) can be added without breaking clients.
-type likerJSON struct {
-	UserID string `json:"user_id"`
-}
-
-type likersReply struct {
-	PostID     string      `json:"post_id"`
-	Count      int64       `json:"count"`
-	Users      []likerJSON `json:"users"`
-	NextCursor string      `json:"next_cursor"`
-}
 
 // UserRoutes mounts a user's likes on r: GET /me/likes (the identified user's likes, newest
 // first, paged by ?cursor= and ?limit=), DELETE /me/likes (all of them removed, counts corrected,
@@ -97,9 +67,9 @@ func (h *Handler) userLikes(w http.ResponseWriter, r *http.Request, who func(*ht
 		return
 	}
 	h.outage.ok()
-	out := userLikesReply{UserID: user, Likes: make([]likedPostJSON, len(posts)), NextCursor: next}
+	out := writerapi.UserLikesPage{UserID: user, Likes: make([]writerapi.LikedPost, len(posts)), NextCursor: next}
 	for i, p := range posts {
-		out.Likes[i] = likedPostJSON(p)
+		out.Likes[i] = writerapi.LikedPost(p)
 	}
 	serve.JSON(w, http.StatusOK, out)
 }
@@ -122,7 +92,7 @@ func (h *Handler) eraseLikes(w http.ResponseWriter, r *http.Request, who func(*h
 		return
 	}
 	h.outage.ok()
-	serve.JSON(w, http.StatusOK, erasedReply{UserID: user, Removed: n})
+	serve.JSON(w, http.StatusOK, writerapi.Erased{UserID: user, Removed: n})
 }
 
 func (h *Handler) likers(w http.ResponseWriter, r *http.Request) {
@@ -149,9 +119,9 @@ func (h *Handler) likers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.outage.ok()
-	out := likersReply{PostID: post, Count: count, Users: make([]likerJSON, len(users)), NextCursor: next}
+	out := writerapi.LikersPage{PostID: post, Count: count, Users: make([]writerapi.Liker, len(users)), NextCursor: next}
 	for i, u := range users {
-		out.Users[i] = likerJSON{UserID: u}
+		out.Users[i] = writerapi.Liker{UserID: u}
 	}
 	serve.JSON(w, http.StatusOK, out)
 }

@@ -20,7 +20,7 @@ import (
 // script directly. Run it with Redis on a core of its own (docs/BENCHMARKS.md has the commands):
 //
 //	taskset -c 1 redis-server --port 6400 --save '' --appendonly no &
-//	LIKES_BENCH_REDIS=127.0.0.1:6400 taskset -c 0 go test -run '^$' -bench Ceiling ./writer-svc/internal/like/
+//	LIKES_BENCH_REDIS=127.0.0.1:6400 taskset -c 0 go test -run '^$' -bench Ceiling ./writer-svc/internal/store/
 //
 // Each benchmark reports Redis' own CPU (INFO cpu, user + sys, over the run) per like stored, and
 // its inverse, likes per Redis CPU-second: the ceiling of one core, whatever the client's speed.

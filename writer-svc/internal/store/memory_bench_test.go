@@ -17,7 +17,7 @@ import (
 // (the dedup key, the likers chunk entry and the user's index). docs/SCALING.md quotes it at 10M
 // likers:
 //
-//	go test -run '^$' -bench BenchmarkLikerMemory -benchtime 10000000x ./writer-svc/internal/like/
+//	go test -run '^$' -bench BenchmarkLikerMemory -benchtime 10000000x ./writer-svc/internal/store/
 //
 // It uses nothing newer than Store.Apply, so the same file measures an older store too.
 func BenchmarkLikerMemory(b *testing.B) {
@@ -39,7 +39,7 @@ func BenchmarkLikerMemory(b *testing.B) {
 // It shares the ceiling benchmarks' Redis (benchRedis: LIKES_BENCH_REDIS or a throwaway server)
 // and their CPU reading (redisCPU); unlike them it calls from one goroutine, batch after batch.
 //
-//	go test -run '^$' -bench BenchmarkLikeRedisCPU -benchtime 200000x -count 3 ./writer-svc/internal/like/
+//	go test -run '^$' -bench BenchmarkLikeRedisCPU -benchtime 200000x -count 3 ./writer-svc/internal/store/
 func BenchmarkLikeRedisCPU(b *testing.B) {
 	for _, returning := range []bool{false, true} {
 		name := "new-users"
@@ -105,7 +105,7 @@ func usedMemory(ctx context.Context, b *testing.B, rdb *redis.Client) int64 {
 // reading: they are what a call leaves for seconds, not what a post keeps. docs/SCALING.md
 // quotes it:
 //
-//	go test -run '^$' -bench BenchmarkPostMemory -benchtime 100000x ./writer-svc/internal/like/
+//	go test -run '^$' -bench BenchmarkPostMemory -benchtime 100000x ./writer-svc/internal/store/
 func BenchmarkPostMemory(b *testing.B) {
 	for _, react := range []bool{false, true} {
 		name := "a-like"
@@ -139,7 +139,7 @@ func BenchmarkPostMemory(b *testing.B) {
 // and post for the reaction interval) and after they expired (the kinds' counts alone: about
 // nothing per reaction). docs/SCALING.md quotes it:
 //
-//	go test -run '^$' -bench BenchmarkReactionMemory -benchtime 100000x ./writer-svc/internal/like/
+//	go test -run '^$' -bench BenchmarkReactionMemory -benchtime 100000x ./writer-svc/internal/store/
 func BenchmarkReactionMemory(b *testing.B) {
 	ctx := context.Background()
 	rdb := benchRedis(b)
