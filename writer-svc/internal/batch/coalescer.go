@@ -95,9 +95,9 @@ type outcome struct {
 	err error
 }
 
-// New returns a Coalescer that stores changes in st. Close it to stop. It checks the
-// options itself, rather than trusting its callers: a batch above store.MaxBatch would fail every one
-// of its calls, and a batch of 0 would never send anything.
+// New returns a Coalescer that stores changes in st. Close it to stop. It checks the options
+// itself, rather than trusting its callers: a batch above store.MaxBatch would fail every one of
+// its calls, and a batch of 0 would never send anything.
 func New(st *store.Store, o Options, m *Metrics) (*Coalescer, error) {
 	switch {
 	case o.Size < 1 || o.Size > store.MaxBatch:

@@ -17,9 +17,10 @@ import (
 var ErrNotReplicated = errors.New("like not confirmed by enough replicas")
 
 // waitLate is how late Redis may answer a WAIT that times out: it checks blocked clients'
-// timeouts on its clock ticks, every 1000/hz ms (100 ms at the default hz 10). WAIT's timeout leaves that much before the deadline, so that a
-// batch its replicas did not confirm is answered "not replicated" rather than running into the
-// deadline, which would leave it unsettled (see Settled).
+// timeouts on its clock ticks, every 1000/hz ms (100 ms at the default hz 10). WAIT's timeout
+// leaves that much before the deadline, so that a batch its replicas did not confirm is answered
+// "not replicated" rather than running into the deadline, which would leave it unsettled (see
+// Settled).
 const waitLate = 100 * time.Millisecond
 
 // runAcked runs the script and then WAIT AckReplicas on the same connection, in one round trip

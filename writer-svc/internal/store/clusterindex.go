@@ -23,8 +23,8 @@ import (
 //     its entry and still be on its way to Redis, and removing that entry would lose the like
 //     from the index. A like lands before its request's deadline or never (changeScript), so an
 //     entry older than the longest request cannot belong to a like still on its way.
-//   - Readers (package userlikes) remove stale entries under the same age rule, and a user's deletion of
-//     their likes waits out the grace before its last pass.
+//   - Readers (package userlikes) remove stale entries under the same age rule (RemoveStale), and
+//     a user's deletion of their likes waits out the grace before its last pass.
 //
 // On one Redis (or Sentinel) the script keeps the index in the same call and none of this runs.
 

@@ -77,16 +77,16 @@ const LikersChunk = 128
 // unlikes are rare). Chunk numbers only grow, so listing chunks from the current one down, each
 // from its tail, lists likers newest first (package userlikes).
 //
-// Index: each user's sorted set of the posts they like, scored by the like's version (package userlikes).
-// It has no hash tag of the post, so on a Cluster it lives in another slot and the script cannot
-// touch it: the store keeps it from outside (clusterindex.go). On one Redis (or Sentinel) the script
-// keeps it, and it is exact.
+// Index: each user's sorted set of the posts they like, scored by the like's version (read by
+// package userlikes). It has no hash tag of the post, so on a Cluster it lives in another slot
+// and the script cannot touch it: the store keeps it from outside (clusterindex.go). On one Redis
+// (or Sentinel) the script keeps it, and it is exact.
 //
 // Rate limits: on one Redis a like or an unlike spends a token of its client address's bucket
 // and a like one of its user's (LIKE_ADDR_RATE, LIKE_RATE) here, in its batch's call, by
 // ratelimit's rule (LuaGCRA) and in the batch's order, rather than in a call of its own per like
-// (which would halve a writer's likes). A refused change changes nothing. The buckets are read with one
-// MGET and each written once, at the end; a call sent back writes none of them.
+// (which would halve a writer's likes). A refused change changes nothing. The buckets are read
+// with one MGET and each written once, at the end; a call sent back writes none of them.
 //
 // Timeline: with ARGV[t], a batch that changed something adds its likes stored, its likes removed
 // and its reactions counted, by kind, to the current second of the minute's timeline keys

@@ -1,6 +1,6 @@
 // Package storetest holds the helpers that the tests of the store and of the packages built on it
-// share: the key scheme, a store on a fresh Redis or on one at an address, likes in batches and the checks of a post's
-// likers chunks, a one-node Cluster, and pub/sub and key-count helpers.
+// share: the key scheme, a store on a fresh Redis or on one at an address, likes in batches and
+// the checks of a post's likers chunks, a one-node Cluster, and pub/sub and key-count helpers.
 package storetest
 
 import (

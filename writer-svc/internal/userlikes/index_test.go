@@ -206,8 +206,8 @@ func TestIndexListAfterUnlikesBelowTheCursor(t *testing.T) {
 }
 
 // TestIndexListHidesStaleEntries: on a Cluster a user's index may name a post the user does not
-// like (the store's clusterindex.go). List never shows such an entry; it removes it once older than the grace,
-// and leaves a younger one, which may belong to a like still on its way.
+// like (the store's clusterindex.go). List never shows such an entry; it removes it once older
+// than the grace, and leaves a younger one, which may belong to a like still on its way.
 func TestIndexListHidesStaleEntries(t *testing.T) {
 	const grace = time.Minute // long, so that the young entry stays young however slow the test
 	r := newIndexRig(t, true, grace)
