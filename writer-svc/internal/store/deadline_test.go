@@ -20,8 +20,8 @@ import (
 // TestAnswered503NeverLandsLater: writer A's like is held on the wire (a TCP proxy) past its
 // deadline, so A answers it 503; writer B then unlikes, 200; then A's call reaches Redis. The
 // script must refuse it (DEADLINE), or the user would end up liking a post they were told they
-// did not like and then unliked. Also with A's clock a second ahead of Redis' or behind it (issue
-// 35): A sends the script's cutoff on Redis' clock, corrected by the offset it measured
+// did not like and then unliked. Also with A's clock a second ahead of Redis' or behind it: A
+// sends the script's cutoff on Redis' clock, corrected by the offset it measured
 // (redisclock measures it against a shifted clock in its own tests). Uncorrected, a writer a
 // second ahead names a cutoff a second late and the like lands after its 503: the test sees it.
 func TestAnswered503NeverLandsLater(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 )
 
 // TestScriptWireFormat pins the like script's wire format, the one contract between Store and the
-// script (issues 19 and 20 extend this test, not another): KEYS and ARGV laid out as store.ChangeScript
-// documents them, the reply {count before the batch, one flag per change, the chunk, the
+// script (a change of the contract extends this test, not another): KEYS and ARGV laid out as
+// store.ChangeScript documents them, the reply {count before the batch, one flag per change, the chunk, the
 // reactions' results, the version, the rate limit buckets' waits}, reactions gated per user and
 // published with the count, likes and unlikes refused by their address's bucket, the batch key a
 // run leaves behind, a re-run of the same batch answering the first run's reply and changing
