@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/likes/likes/pkg/update"
-	"github.com/likes/likes/writer-svc/internal/like"
+	"github.com/likes/likes/writer-svc/internal/likeapi"
 )
 
 func TestLikeAPI(t *testing.T) {
@@ -224,7 +224,7 @@ func (panicIdentity) UserID(*http.Request) (string, error) { panic("identity exp
 func TestPanicRecovered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	log := zaptest.NewLogger(t)
-	h := like.NewHandler(like.Options{Identify: panicIdentity{}, Metrics: like.NewMetrics(reg, "t"), Log: log, Timeout: time.Second})
+	h := likeapi.NewHandler(likeapi.Options{Identify: panicIdentity{}, Metrics: likeapi.NewMetrics(reg, "t"), Log: log, Timeout: time.Second})
 	srv := httptest.NewServer(newRouter(routerDeps{log: log, registry: reg, ready: func(context.Context) error { return nil }, likes: h}))
 	defer srv.Close()
 	w := &testWriter{URL: srv.URL, Client: srv.Client()}

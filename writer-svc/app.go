@@ -15,11 +15,14 @@ import (
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/writer-svc/internal/auth"
-	"github.com/likes/likes/writer-svc/internal/like"
+	"github.com/likes/likes/writer-svc/internal/batch"
+	"github.com/likes/likes/writer-svc/internal/likeapi"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
 	"github.com/likes/likes/writer-svc/internal/redisclock"
 	"github.com/likes/likes/writer-svc/internal/session"
+	"github.com/likes/likes/writer-svc/internal/store"
 	"github.com/likes/likes/writer-svc/internal/timeline"
+	"github.com/likes/likes/writer-svc/internal/userlikes"
 )
 
 // metricsNamespace prefixes every writer metric.
@@ -28,9 +31,9 @@ const metricsNamespace = "likes_writer"
 // app is writer-svc assembled: the Redis client it owns and the HTTP handler.
 type app struct {
 	rdb      redis.UniversalClient
-	store    *like.Store
-	sessions *session.Issuer // nil when sessions are off
-	changes  *like.Coalescer // nil until built
+	store    *store.Store
+	sessions *session.Issuer  // nil when sessions are off
+	changes  *batch.Coalescer // nil until built
 	handler  http.Handler
 	// stopNames stops the re-resolution of TRUSTED_PROXIES' host names.
 	stopNames func()
@@ -52,7 +55,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	clock := redisclock.New(rdb, redisclock.Options{MaxUncertainty: cfg.ClockUncertaintyMax})
 	a.stopClock = clock.Start(ctx)
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
-	a.store = like.NewStore(rdb, keys, like.StoreOptions{
+	a.store = store.New(rdb, keys, store.Options{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
 		ReactionInterval: cfg.ReactionInterval, TimelineRetention: cfg.TimelineRetention,
 		ClockOffset: clock.Offset,
@@ -73,7 +76,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 		a.close()
 		return nil, err
 	}
-	var limit like.Limiter
+	var limit likeapi.Limiter
 	var limiter *ratelimit.Limiter
 	if !cfg.LikeRate.Off() {
 		limiter = ratelimit.New(rdb, keys, cfg.LikeRate)
@@ -83,19 +86,23 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		redisMemoryCollector{rdb: rdb})
-	metrics := like.NewMetrics(reg, metricsNamespace)
+	metrics := likeapi.NewMetrics(reg, metricsNamespace)
 	clock.Register(reg, metricsNamespace)
-	a.changes, err = like.NewCoalescer(a.store, like.BatchOptions{
+	a.changes, err = batch.New(a.store, batch.Options{
 		Window: cfg.BatchWindow, Size: cfg.BatchSize, Timeout: cfg.RequestTimeout,
-	}, metrics)
+	}, batch.NewMetrics(reg, metricsNamespace))
 	if err != nil {
 		a.close()
 		return nil, err
 	}
-	o := like.Options{
+	o := likeapi.Options{
 		Store: a.store, Changes: a.changes, Identify: identify, Limit: limit, LimitPerPost: cfg.LikeRatePerPost,
 		Clients: cfg.Clients, Metrics: metrics, Log: log, Timeout: cfg.RequestTimeout,
-		Index: like.NewIndex(a.store, a.changes), Admin: admin, EraseTimeout: eraseTimeout(cfg),
+		Index: userlikes.NewIndex(rdb, keys, userlikes.IndexOptions{
+			Cluster: cfg.Redis.Cluster(), Grace: indexGrace(cfg), Unlike: a.changes,
+		}),
+		Reader: userlikes.NewReader(rdb, keys, cfg.MaxReadPosts),
+		Admin:  admin, EraseTimeout: eraseTimeout(cfg),
 		ReactionKinds: cfg.ReactionKinds,
 	}
 	var addrLimiter *ratelimit.Limiter
@@ -112,7 +119,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	if !cfg.UserDataAddrRate.Off() {
 		o.DataAddrLimit = ratelimit.NewNamed(rdb, keys.DataAddrRate, cfg.UserDataAddrRate)
 	}
-	likes := like.NewHandler(o)
+	likes := likeapi.NewHandler(o)
 	timelines := timeline.NewHandler(timeline.Options{
 		Reader: timeline.NewReader(rdb, keys, cfg.ReactionKinds), Limit: o.DataAddrLimit, Clients: cfg.Clients,
 		Timeout: cfg.RequestTimeout,
@@ -120,7 +127,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	warmUp(ctx, a.store, cmp.Or(limiter, addrLimiter), a.sessions, log) // both run one script
 	a.handler = newRouter(routerDeps{
 		log: log, registry: reg, ready: a.store.Ping, likes: likes, corsOrigins: cfg.CORSOrigins, allowedOrigins: cfg.AllowedOrigins,
-		reads: like.NewReader(rdb, keys, cfg.MaxReadPosts), timelines: timelines,
+		timelines:  timelines,
 		sessions:   newSessionHandler(cfg, a.sessions, rdb, keys, reg, log),
 		writeGuard: clockGuard(clock.Trusted, time.Second),
 	})
@@ -128,7 +135,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 }
 
 // indexGrace is how long a like may still land after its index entry was written (the longest
-// a like request takes, and a second of margin): like.StoreOptions.IndexGrace.
+// a like request takes, and a second of margin): store.Options.IndexGrace.
 func indexGrace(cfg Config) time.Duration { return cfg.RequestTimeout + time.Second }
 
 // minClusterWriteTimeout is the shortest WRITE_TIMEOUT that lets an erasure of a user's likes on
@@ -184,12 +191,12 @@ func (a *app) close() error {
 // unready (/readyz says 503) and serves as soon as Redis is back, and the scripts load themselves
 // through go-redis' EVAL fallback. That keeps start order free in Compose and Kubernetes.
 // The first writer to start creates the session signing key here.
-func warmUp(ctx context.Context, store *like.Store, limiter *ratelimit.Limiter, sessions *session.Issuer, log *zap.Logger) {
+func warmUp(ctx context.Context, st *store.Store, limiter *ratelimit.Limiter, sessions *session.Issuer, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := store.Ping(ctx)
+	err := st.Ping(ctx)
 	if err == nil {
-		err = store.Load(ctx)
+		err = st.Load(ctx)
 	}
 	if err == nil && limiter != nil {
 		err = limiter.Load(ctx)

@@ -10,7 +10,7 @@ import (
 // clockGuard refuses writes (any method but GET, HEAD and OPTIONS) with 503 and Retry-After
 // while trusted says the offset of Redis' clock is unknown or too uncertain: each runs the like
 // script, whose cutoff is sent on Redis' clock through that offset, and with it wrong by more
-// than the script's margin a like answered 503 could still be stored later (issue 35). Reads
+// than the script's margin a like answered 503 could still be stored later. Reads
 // pass: they send no cutoff.
 func clockGuard(trusted func() error, retryAfter time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {

@@ -14,10 +14,10 @@ import (
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/pkg/sessiontoken"
 	"github.com/likes/likes/writer-svc/internal/auth"
-	"github.com/likes/likes/writer-svc/internal/like"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
 	"github.com/likes/likes/writer-svc/internal/redisclock"
 	"github.com/likes/likes/writer-svc/internal/session"
+	"github.com/likes/likes/writer-svc/internal/store"
 )
 
 // Config is writer-svc's whole configuration, read once from flags and environment.
@@ -175,11 +175,11 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Duration(&c.RequestTimeout, "request-timeout", "REQUEST_TIMEOUT", 2*time.Second, "time allowed for one request's Redis work; past it the client gets 503 with Retry-After")
 	set.Int(&c.MaxReadPosts, "max-read-posts", "MAX_POSTS_PER_READ", 100, "posts one GET /likes or /counts may name")
 	set.Duration(&c.BatchWindow, "batch-window", "BATCH_WINDOW", 0, "how long a post's next batch of likes may wait to fill after the call for that post returns (0: it leaves at once); a like of a quiet post (no call in flight or within this window) never waits; 10ms makes clients that like in step go in full batches")
-	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", like.MaxBatch))
+	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", store.MaxBatch))
 	set.Duration(&c.ClockUncertaintyMax, "clock-uncertainty-max", "CLOCK_UNCERTAINTY_MAX", redisclock.DefaultMaxUncertainty, "how far off the measured offset of Redis' clock from this writer's may be (half the shortest TIME round trip) before likes, unlikes, reactions and erasures get 503 with Retry-After; so do they while the offset is unmeasured for 15s (Redis unreachable). The default is the like script's 25ms margin, within which a like answered 503 can never be stored later")
 	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
-	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", like.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
+	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", store.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
 	set.Duration(&c.TimelineRetention, "timeline-retention", "TIMELINE_RETENTION", defaultTimelineRetention, "how long each minute of a post's likes and reactions per second is kept for GET /posts/{postID}/timeline (0: no timeline)")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.List(&c.AllowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", `comma-separated origins whose pages may like, unlike, react, start sessions and erase likes through a browser, besides the API's own site ("*" for any; empty: CORS_ORIGINS)`)
@@ -274,8 +274,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("max read posts %d must be 1-%d", c.MaxReadPosts, maxReadPostsLimit)
 	case c.BatchWindow < 0:
 		return errors.New("batch window must not be negative")
-	case c.BatchSize < 1 || c.BatchSize > like.MaxBatch:
-		return fmt.Errorf("batch size %d must be 1 to %d", c.BatchSize, like.MaxBatch)
+	case c.BatchSize < 1 || c.BatchSize > store.MaxBatch:
+		return fmt.Errorf("batch size %d must be 1 to %d", c.BatchSize, store.MaxBatch)
 	case c.ClockUncertaintyMax <= 0:
 		return fmt.Errorf("clock uncertainty max %s must be positive", c.ClockUncertaintyMax)
 	case c.AckReplicas < 0:

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/likes/likes/pkg/serve"
-	"github.com/likes/likes/writer-svc/internal/like"
+	"github.com/likes/likes/writer-svc/internal/likeapi"
 	"github.com/likes/likes/writer-svc/internal/session"
 	"github.com/likes/likes/writer-svc/internal/timeline"
 )
@@ -21,8 +21,7 @@ type routerDeps struct {
 	log         *zap.Logger
 	registry    *prometheus.Registry
 	ready       func(context.Context) error
-	likes       *like.Handler
-	reads       *like.Reader
+	likes       *likeapi.Handler
 	timelines   *timeline.Handler
 	sessions    *session.Handler // nil when sessions are off
 	corsOrigins []string
@@ -63,9 +62,9 @@ func newRouter(d routerDeps) http.Handler {
 			r.Use(d.writeGuard)
 		}
 		d.likes.Routes(r)
-		d.likes.UserRoutes(r, d.reads)
+		d.likes.UserRoutes(r)
 	})
-	d.likes.ReadRoutes(r, d.reads)
+	d.likes.ReadRoutes(r)
 	d.timelines.Routes(r)
 	if d.sessions != nil {
 		d.sessions.Routes(r)

@@ -3,6 +3,8 @@ package likehistory
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/likes/likes/pkg/writerapi"
 )
 
 // Client turns a writer's HTTP answers into Ops, so that every suite records a history the same
@@ -21,10 +23,7 @@ func (c Client) Change(rec *Recorder, client int, kind Kind, post, user string) 
 	if kind == Unlike {
 		method = http.MethodDelete
 	}
-	var reply struct {
-		Count int64 `json:"count"`
-		Liked bool  `json:"liked"`
-	}
+	var reply writerapi.LikeReply
 	op.Outcome = c.do(method, "/like/"+post, user, &reply)
 	op.Count, op.Changed = reply.Count, reply.Liked
 	return op
@@ -41,12 +40,7 @@ func (c Client) Read(rec *Recorder, client int, kind Kind, post string) Op {
 		op.Count = reply.Count
 		return op
 	}
-	var reply struct {
-		Users []struct {
-			UserID string `json:"user_id"`
-		} `json:"users"`
-		NextCursor string `json:"next_cursor"`
-	}
+	var reply writerapi.LikersPage
 	op.Outcome = c.do(http.MethodGet, "/likes/"+post+"/users?limit=100", "", &reply)
 	op.Users = []string{}
 	for _, u := range reply.Users {

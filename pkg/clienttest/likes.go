@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/writerapi"
 )
 
 // writerClient keeps connections to writer-svc alive across the many likes a test sends.
@@ -27,11 +29,7 @@ func CloseIdleConnections() {
 }
 
 // LikeReply is writer-svc's answer to a like.
-type LikeReply struct {
-	PostID string `json:"post_id"`
-	Count  int64  `json:"count"`
-	Liked  bool   `json:"liked"`
-}
+type LikeReply = writerapi.LikeReply
 
 // TryLike sends one like by user, named in X-User-ID (a writer with TRUST_USER_HEADER=true), and
 // returns the HTTP status and the reply.

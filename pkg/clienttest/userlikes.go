@@ -8,40 +8,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/likes/likes/pkg/writerapi"
 )
 
-// LikedPost is one entry of a user's likes (GET /me/likes): the post and when the user liked it.
-type LikedPost struct {
-	PostID  string    `json:"post_id"`
-	LikedAt time.Time `json:"liked_at"`
-}
-
-// UserLikesPage is one page of a user's likes, newest first.
-type UserLikesPage struct {
-	UserID     string      `json:"user_id"`
-	Likes      []LikedPost `json:"likes"`
-	NextCursor string      `json:"next_cursor"`
-}
-
-// Liker is one entry of a post's likers (GET /likes/{postID}/users).
-type Liker struct {
-	UserID string `json:"user_id"`
-}
-
-// LikersPage is one page of a post's likers, newest first, with the post's count.
-type LikersPage struct {
-	PostID     string  `json:"post_id"`
-	Count      int64   `json:"count"`
-	Users      []Liker `json:"users"`
-	NextCursor string  `json:"next_cursor"`
-}
-
-// Erased is writer-svc's answer to an erasure of a user's likes (DELETE /me/likes).
-type Erased struct {
-	UserID  string `json:"user_id"`
-	Removed int    `json:"removed"`
-}
+// The bodies of a user's likes and a post's likers, as the writer encodes them.
+type (
+	LikedPost     = writerapi.LikedPost
+	UserLikesPage = writerapi.UserLikesPage
+	Liker         = writerapi.Liker
+	LikersPage    = writerapi.LikersPage
+	Erased        = writerapi.Erased
+)
 
 // maxPages bounds a listing, so that a cursor that never ends fails the test instead of hanging.
 const maxPages = 10000

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/loadgen/internal/procstat"
+	"github.com/likes/likes/pkg/writerapi"
 )
 
 // cannedWriter is the cheapest server that answers likes as the writer does: it reads each
@@ -113,7 +114,7 @@ func (s *cannedWriter) serve(nc net.Conn) {
 				break
 			}
 		}
-		body = appendAnswer(body[:0], "hot", s.count.Add(1), true)
+		body = writerapi.AppendLikeReply(body[:0], "hot", s.count.Add(1), true)
 		out = append(out[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
 		out = strconv.AppendInt(out, int64(len(body)), 10)
 		out = append(out, "\r\n\r\n"...)
@@ -205,10 +206,7 @@ func netHTTPLike(client *http.Client, url, user string) error {
 	if err != nil {
 		return err
 	}
-	var a struct {
-		Count int64 `json:"count"`
-		Liked bool  `json:"liked"`
-	}
+	var a writerapi.LikeReply
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&a); err != nil || !a.Liked {
 		return errors.Join(err, errors.New("not liked"))
 	}

@@ -9,12 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/likes/likes/pkg/writerapi"
 )
 
 // countingWriter answers the writer's like API: one like per user per post, the new count back.
@@ -155,17 +156,7 @@ func serve(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
 // answerJSON answers a like the way the writer does.
 func answerJSON(w http.ResponseWriter, count int64, liked bool) {
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(appendAnswer(nil, "a", count, liked))
-}
-
-func appendAnswer(dst []byte, post string, count int64, liked bool) []byte {
-	dst = append(dst, `{"post_id":"`...)
-	dst = append(dst, post...)
-	dst = append(dst, `","count":`...)
-	dst = strconv.AppendInt(dst, count, 10)
-	dst = append(dst, `,"liked":`...)
-	dst = strconv.AppendBool(dst, liked)
-	return append(dst, "}\n"...)
+	_, _ = w.Write(writerapi.AppendLikeReply(nil, "a", count, liked))
 }
 
 // TestAnswers: each kind of answer becomes an acknowledgement or the error it should.

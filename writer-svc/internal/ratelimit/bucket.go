@@ -4,9 +4,8 @@ import "time"
 
 // Bucket is one id's token bucket, for a check that rides in another script's call instead of a
 // call of its own (Take): the like script spends each change's tokens in the change's own batch
-// call on one Redis, which is what keeps the limits' cost out of the like path (issue 34: one
-// more call per like halved a writer's likes). The script applies LuaGCRA to it, as allowScript
-// does.
+// call on one Redis, which keeps the limits' cost out of the like path (one more call per like
+// would halve a writer's likes). The script applies LuaGCRA to it, as allowScript does.
 type Bucket struct {
 	Key      string
 	Interval int64 // µs per token

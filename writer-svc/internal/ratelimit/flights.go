@@ -10,7 +10,7 @@ import (
 // they are (allowScript), in their order of arrival. A hot key (one address's flood of likes on a
 // Cluster, where the like limits cannot ride in the like's own call, or of sessions anywhere)
 // then costs Redis one call per round trip, not one per request: the group commit of
-// like.Coalescer, for a bucket. A quiet key's request is sent at once, alone.
+// batch.Coalescer, for a bucket. A quiet key's request is sent at once, alone.
 type flights struct {
 	mu   sync.Mutex
 	keys map[string]*flight

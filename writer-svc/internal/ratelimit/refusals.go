@@ -8,7 +8,7 @@ import (
 
 // refusals remembers, in this process, the keys Redis refused and until when: a key refused
 // until t is refused here until t without asking Redis again. That is exact, not a guess: the
-// bucket's next free slot (its TAT) only moves later, whatever other replicas count meanwhile, so
+// bucket's theoretical arrival time (its TAT) only moves later, whatever other replicas count meanwhile, so
 // Redis would refuse too. Once t has passed, one request asks Redis for the key; the others that
 // come while it asks are refused here too (refusedWhileAsking): a bucket that refused lately frees
 // one event per interval at most, which that one request takes if there is one. A flooding user

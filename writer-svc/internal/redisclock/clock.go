@@ -1,7 +1,7 @@
 // Package redisclock measures how far Redis' clock is from the writer's, so that the like
-// script's cutoff, computed on the writer's clock, can be sent on Redis' (like.StoreOptions
+// script's cutoff, computed on the writer's clock, can be sent on Redis' (store.Options
 // ClockOffset), and so that the writer can refuse writes while it does not know the offset well
-// enough for its guarantee that a like answered 503 is never stored later (issue 35).
+// enough for its guarantee that a like answered 503 is never stored later.
 //
 // A measurement is a few Redis TIME round trips. Each gives an estimate of the offset (Redis'
 // time less the midpoint of its send and receive on the writer's clock) whose error is at most
@@ -28,8 +28,8 @@ import (
 const (
 	DefaultEvery   = 5 * time.Second
 	DefaultSamples = 5
-	// DefaultMaxUncertainty is the like store's own margin (clockSkew, 25 ms in
-	// writer-svc/internal/like/store.go): the script's cutoff is the batch's deadline less that
+	// DefaultMaxUncertainty is the like store's own margin (store.ClockSkew, 25 ms in
+	// writer-svc/internal/store/store.go): the script's cutoff is the batch's deadline less that
 	// margin, so an offset wrong by no more than it still refuses every batch answered 503.
 	DefaultMaxUncertainty = 25 * time.Millisecond
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/redistest"
-	"github.com/likes/likes/writer-svc/internal/like"
+	"github.com/likes/likes/writer-svc/internal/store"
 )
 
 var keys = rediskeys.New("tl-test:")
@@ -29,13 +29,13 @@ func TestTheLikeScriptWritesTheTimeline(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()
-	store := like.NewStore(rdb, keys, like.StoreOptions{TimelineRetention: time.Hour})
+	st := store.New(rdb, keys, store.Options{TimelineRetention: time.Hour})
 	before := time.Now().Unix()
-	if _, err := store.Apply(ctx, "talk", []like.Change{{User: "a"}, {User: "b"}, {User: "c"}, {User: "c", Unlike: true},
+	if _, err := st.Apply(ctx, "talk", []store.Change{{User: "a"}, {User: "b"}, {User: "c"}, {User: "c", Unlike: true},
 		{User: "a", Kind: "clap"}, {User: "b", Kind: "clap"}, {User: "c", Kind: "wow"}, {User: "a", Kind: "wow"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, "talk", []like.Change{{User: "a"}, {User: "z", Unlike: true}}); err != nil { // changes nothing
+	if _, err := st.Apply(ctx, "talk", []store.Change{{User: "a"}, {User: "z", Unlike: true}}); err != nil { // changes nothing
 		t.Fatal(err)
 	}
 	after := time.Now().Unix() + 1
