@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/pkg/redisacl"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestFilesAreMadeOnceAndServe: the first run makes every secret; a data node started on the ACL

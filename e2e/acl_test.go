@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redisacl"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestServicesUnderACL runs the services as the shipped deployments do, each as its own Redis user

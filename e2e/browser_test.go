@@ -22,10 +22,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/likes/likes/pkg/browsertest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/browsertest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // The page follows these posts; "42" is liked before any browser opens it.

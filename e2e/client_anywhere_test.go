@@ -10,10 +10,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/likes/likes/pkg/browsertest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/browsertest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // crossOriginFailoverPage, served from an origin that is neither node's, loads the client from the

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // clusterNodeTimeout is the failover cluster's cluster-node-timeout: a master silent that long is

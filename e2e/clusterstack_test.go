@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // startClusterStack is the failover topology of TestFailover on a Redis Cluster instead of

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // Crowd is thousands of SSE viewers of one post held by a testdata/crowd process (see its doc:

@@ -10,10 +10,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/likes/likes/pkg/browsertest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/browsertest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // clientDir is the npm package @likes/client, whose examples/ this file tests.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/testkit/clienttest"
 )
 
 // Signal sends sig to the process (SIGSTOP/SIGCONT to freeze it, as a long pause would).

@@ -9,8 +9,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // Haproxy is a real haproxy (Debian's package) in front of fanout nodes, configured from

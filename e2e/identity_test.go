@@ -13,8 +13,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // abuseSiteSecret and abuseAudience are the site's own JWTs in TestIdentityAbuse.

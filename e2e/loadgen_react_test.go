@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // rampPhase is what the reactions and display tests read of a ramp's phase.

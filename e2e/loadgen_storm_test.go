@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestLoadgenNodeLoss: loadgen ramp --kill-cmd kills one of three nodes (SIGKILL, as a crash) a

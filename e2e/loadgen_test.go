@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // phaseColumns are the per-phase fields the ramp's JSON must carry (issue 3's list).

@@ -7,11 +7,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/likes/likes/pkg/browsertest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/browsertest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // sessionTries is a page that asks the writer for sessions the ways a page of any site can

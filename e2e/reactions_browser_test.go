@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/likes/likes/pkg/browsertest"
+	"github.com/likes/likes/testkit/browsertest"
 )
 
 // reactionPosts are the reaction tests' posts: "talk" is talk mode's, "42" a post of the feed.

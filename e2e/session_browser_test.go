@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/likes/likes/pkg/browsertest"
+	"github.com/likes/likes/testkit/browsertest"
 )
 
 // TestBrowserPageSession runs the page against a writer in its default identity mode, where only

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // binDir holds the binaries built once by TestMain.

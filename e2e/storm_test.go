@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // stormViewers is how many viewers the reconnect storm drops at once. The test process holds one

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/browsertest"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/browsertest"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestBrowserAfterTheTalk opens the page after the talk (?mode=after) for the talk's post, from

@@ -1,8 +1,8 @@
 package e2e
 
-import "github.com/likes/likes/pkg/clienttest"
+import "github.com/likes/likes/testkit/clienttest"
 
-// The e2e tests watch streams with the viewer of pkg/clienttest, which the compose suite
+// The e2e tests watch streams with the viewer of testkit/clienttest, which the compose suite
 // (deploy/dockertest) shares: one SSE test client for both.
 type Viewer = clienttest.Viewer
 

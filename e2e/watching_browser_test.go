@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/likes/likes/pkg/browsertest"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/browsertest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestBrowserWatching opens the page in two browser contexts on two fanout nodes: each post's

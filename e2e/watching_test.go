@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // watchInterval is the nodes' WATCHING_INTERVAL in these tests: short, so that three intervals

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/connecttest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/connecttest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // The package's TestMain is the leak check's; the connect benchmark's child is caught here,

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestNodeExportsItsConnectionCap: /metrics carries the cap the node enforces, so the cap alert

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestStreamRefusalsAllowOtherOrigins: a full node's 503 and a bad request's 400, whether the fast

@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // These tests run the node as run builds it, the fast accept loop in front of net/http, and speak

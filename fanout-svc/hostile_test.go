@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/internal/hostiletest"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/hostiletest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestHostileClients runs the hostile-client suite against a real node on its real port, the

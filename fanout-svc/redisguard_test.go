@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // testNode is a fanout-svc started by run() for a test, with an HTTP client of its own.

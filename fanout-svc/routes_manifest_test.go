@@ -9,15 +9,15 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/likes/likes/fanout-svc/internal/stream"
-	"github.com/likes/likes/pkg/routes/routestest"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/testkit/routes/routestest"
 )
 
 // TestManifestsRouteFanoutRoutes walks the node's router, built by newRouter as run builds it
 // (its hub, relay and Redis are not needed to list routes): the Ingresses and haproxy's :8090
 // must send every public route (the streams, the page, its assets, the client library) to
 // fanout-svc, and no Ingress or haproxy frontend may send an internal one (/metrics, the health
-// probes, /admin; pkg/routes) to any service. A route added to the router and forgotten in a
+// probes, /admin; testkit/routes) to any service. A route added to the router and forgotten in a
 // manifest fails here.
 func TestManifestsRouteFanoutRoutes(t *testing.T) {
 	cfg, err := loadConfig([]string{"fanout-svc"}, func(string) string { return "" }, io.Discard)

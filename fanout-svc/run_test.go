@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 func TestRunServesAndStopsOnCancel(t *testing.T) {

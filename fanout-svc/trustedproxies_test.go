@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestTrustedProxyByName: with TRUSTED_PROXIES naming the balancer by host name ("localhost",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # migrate-cost.sh — what moving a post's likers costs a slot move (docs/SCALING.md): one
 # sorted set of LIKERS members against the same likers in lists of 128 (the like script's chunks),
-# moved with MIGRATE between two fresh redis-servers, as pkg/slotmove moves a slot's keys. MIGRATE
+# moved with MIGRATE between two fresh redis-servers, as slotmove/internal/slotmove moves a slot's keys. MIGRATE
 # blocks the source while it serializes and sends a key and the target while it restores it, so the
 # longest single call is how long every other post of both shards waits.
 #

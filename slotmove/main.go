@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/slotmove"
+	"github.com/likes/likes/slotmove/internal/slotmove"
 )
 
 func main() {

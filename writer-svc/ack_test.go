@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestAckReplicasWaitsForAReplica runs a writer with REDIS_ACK_REPLICAS=1 on a primary with one

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestRedisDownAnswers503 kills Redis: writes and reads answer 503 JSON with Retry-After within

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 var keys = rediskeys.New("likes:")

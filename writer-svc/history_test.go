@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/internal/likehistory"
+	"github.com/likes/likes/testkit/likehistory"
 )
 
 // TestHistoryIsLinearizable: clients like, unlike and read a few posts at once through a real

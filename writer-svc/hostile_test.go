@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/internal/hostiletest"
+	"github.com/likes/likes/testkit/hostiletest"
 )
 
 // TestHostileClients runs the hostile-client suite against a writer on its real port, with the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // monitor records, in the order Redis ran them, the commands one redis-server executed (MONITOR),

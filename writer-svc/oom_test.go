@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/testkit/clienttest"
 )
 
 // TestLikeRefusedForMemoryIs503: a data node at its maxmemory (noeviction, as every deployment

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/pkg/logging"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // BenchmarkLikeRequests measures the writer's own CPU per like request: the writer runs in this

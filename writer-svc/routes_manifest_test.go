@@ -3,13 +3,13 @@ package main
 import (
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
-	"github.com/likes/likes/pkg/routes/routestest"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/routes/routestest"
 )
 
 // TestManifestsRouteWriterRoutes walks the writer's router as run builds it: the Ingresses and
 // haproxy's :8080 must send every public route to writer-svc, and no Ingress or haproxy frontend
-// may send an internal one (/metrics, the health probes, /admin; pkg/routes) to any service. A
+// may send an internal one (/metrics, the health probes, /admin; testkit/routes) to any service. A
 // route added to the router and forgotten in a manifest fails here.
 func TestManifestsRouteWriterRoutes(t *testing.T) {
 	a, _, _ := buildWriter(t, "--redis-url", redistest.Start(t).URL)

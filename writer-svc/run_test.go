@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // startRun runs writer-svc's run in a goroutine with env, waits for /healthz and returns the base

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestWriterFindsPrimaryThroughSentinel: a writer configured with sentinel addresses (and a

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestTrustedProxyByName: with TRUSTED_PROXIES naming the balancer by host name ("localhost",

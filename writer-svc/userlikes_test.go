@@ -14,8 +14,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // testAdminToken is the ADMIN_TOKEN of the admin tests: the shortest the writer accepts is 32.

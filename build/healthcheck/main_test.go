@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/testkit/freeport"
 )
 
 func TestRunStatus(t *testing.T) {

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
-	"github.com/likes/likes/pkg/routes"
-	"github.com/likes/likes/pkg/routes/routestest"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/routes"
+	"github.com/likes/likes/testkit/routes/routestest"
 )
 
 // TestComposeTopologyBehindHAProxy runs what `docker compose up` runs, as processes: real Redis,
@@ -54,7 +54,7 @@ func TestComposeTopologyBehindHAProxy(t *testing.T) {
 	lb.awaitUp(t, "writer-svc", 2)
 	lb.awaitUp(t, "fanout-svc", 2)
 
-	// The public ports reach the public routes and answer the internal ones themselves (pkg/routes
+	// The public ports reach the public routes and answer the internal ones themselves (testkit/routes
 	// draws the line; routestest follows the file, this is haproxy itself).
 	for _, url := range []string{lb.likes + "/counts?posts=1", lb.streams + "/client/likes.js"} {
 		if got := httpStatus(url); got != http.StatusOK {

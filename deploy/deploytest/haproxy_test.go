@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/routes/routestest"
+	"github.com/likes/likes/testkit/routes/routestest"
 )
 
 // haproxyDuration parses an haproxy time value (default unit milliseconds).

@@ -23,7 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/likes/likes/pkg/routes/routestest"
+	"github.com/likes/likes/testkit/routes/routestest"
 )
 
 // What deploy/base/networkpolicy-*.yaml document: the namespaces their namespaceSelectors name by

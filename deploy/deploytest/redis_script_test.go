@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // scriptRun is what one run of likes-redis.sh handed to the image's entrypoint, and how long it

@@ -19,8 +19,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/freeport"
 )
 
 // TestRunScript runs scripts/run.sh (the target of `make run`) on free ports, uses the curl

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // alert is one entry of Prometheus's /api/v1/alerts.

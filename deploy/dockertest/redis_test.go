@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // The stack's Redis services (docker-compose.yml): three data nodes, redis-0 the primary at the

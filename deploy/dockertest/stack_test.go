@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // project is the suite's Compose project name: its own containers, networks and volume, never a

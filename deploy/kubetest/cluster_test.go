@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/likes/likes/deploy/helm/helmtest"
-	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/testkit/clienttest"
 )
 
 // repoRoot is the module root, two levels above this package.

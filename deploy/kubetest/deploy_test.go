@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/likes/likes/deploy/helm/helmtest"
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // figures collects the suite's measurements, logged together at the end (docs/RELIABILITY.md

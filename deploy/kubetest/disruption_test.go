@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // audience connects n viewers of post through the fanout Service.

@@ -18,11 +18,11 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/routes"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/routes"
 )
 
 // The Ingress controller scripts/kube/haproxy-ingress.yaml runs, and the host the Ingresses serve.

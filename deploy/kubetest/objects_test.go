@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/clienttest"
+	"github.com/likes/likes/testkit/clienttest"
 )
 
 // pod is the part of a Pod the suite reads.

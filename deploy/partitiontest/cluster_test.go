@@ -15,9 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/internal/likehistory"
-	"github.com/likes/likes/internal/netnstest"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/likehistory"
+	"github.com/likes/likes/testkit/netnstest"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // The settings docker-compose.yml's x-redis-node and deploy/redis/likes-redis.sh's Sentinels ship.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/likes/likes/internal/netnstest"
+	"github.com/likes/likes/testkit/netnstest"
 )
 
 // diskSize is each data node's tmpfs: room for the suite's append-only files many times over,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/internal/likehistory"
-	"github.com/likes/likes/internal/netnstest"
+	"github.com/likes/likes/testkit/likehistory"
+	"github.com/likes/likes/testkit/netnstest"
 )
 
 // hold is how long each fault lasts: a schedule, long enough for the Sentinels to call a cut-off

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/likes/likes/internal/netnstest"
+	"github.com/likes/likes/testkit/netnstest"
 )
 
 // proc is the process a host runs and how to start it again: the nemesis pauses it (SIGSTOP),

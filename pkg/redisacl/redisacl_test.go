@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redisacl"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // likeScript stands for the writer's like script: every like is stored by a script call.

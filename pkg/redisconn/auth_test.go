@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/redisacl"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestConnectsAsItsUser: with REDIS_USERNAME and REDIS_PASSWORD_FILE a service reaches a Redis

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 func TestPingClusterSucceedsWhileAnyMasterAnswers(t *testing.T) {

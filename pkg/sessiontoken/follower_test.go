@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 )
 
 func follow(t *testing.T, k *Keyring, o FollowOptions) *Follower {

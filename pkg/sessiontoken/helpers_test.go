@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 )
 
 var (

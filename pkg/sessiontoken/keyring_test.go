@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 )
 
 // TestSignersShareKey: signers starting together on one Redis create one key between them (SET

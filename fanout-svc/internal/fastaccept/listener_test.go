@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // startLoop serves an echo server behind the loop: the handler takes GET /fast heads and answers

@@ -9,8 +9,8 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/fanout-svc/internal/fastaccept"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestLoopsAcceptTheirViewersAndShareThem: with the loops accepting from a listener

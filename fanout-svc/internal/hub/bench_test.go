@@ -15,8 +15,8 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/fanout-svc/internal/posts"
-	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/connecttest"
 
 	"go.uber.org/goleak"
 )

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestDeliveryHistogramMeasuresFromTheUpdatesVersion: an update stored in Redis 40 ms before it

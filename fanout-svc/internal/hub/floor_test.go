@@ -19,11 +19,11 @@ import (
 
 	"github.com/likes/likes/fanout-svc/internal/epoll"
 	"github.com/likes/likes/fanout-svc/internal/posts"
-	"github.com/likes/likes/pkg/connecttest"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/connecttest"
 )
 
 // floorEnv turns this test binary into the floor server: the bare write loop as a process that

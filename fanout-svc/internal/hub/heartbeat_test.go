@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestNoPingWhileFramesFlow: the sweep pings a viewer only when nothing was written to it for a

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/posts"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 func TestViewerGetsSnapshotThenUpdatesInOrder(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestReactionsTravelInTheCountsFrame: an update with reactions reaches a viewer as one frame of

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestShedClosesViewersAndKeepsServing: Shed closes every viewer of the moment with a retry hint,

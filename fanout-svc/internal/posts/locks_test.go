@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestConcurrentPathsKeepTheLockOrder runs every path that takes the registry's lock or a post's

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestUnsubscribesAreBatchedAndBounded: when the viewers of 10,000 posts leave while every

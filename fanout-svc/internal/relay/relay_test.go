@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestSingleDeliversAndResyncsAfterRestart covers the single-server path: a published update

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestKeySlotMatchesRedis compares keySlot with CLUSTER KEYSLOT of a real cluster-mode server,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestSnapshotReadsReactions: a snapshot carries a post's reactions in the writer's form (kinds

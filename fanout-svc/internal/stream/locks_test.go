@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/posts"
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestSubscribeUnsubscribeResyncTogether runs, through a real relay and redis-server, every path

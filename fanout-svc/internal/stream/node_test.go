@@ -20,12 +20,12 @@ import (
 	"github.com/likes/likes/fanout-svc/internal/hub"
 	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/fanout-svc/internal/relay"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // These tests run the stream handler as a node does: a real hub, a real relay and a real

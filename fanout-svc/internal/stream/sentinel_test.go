@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/likes/likes/fanout-svc/internal/posts"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redisconn"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestSentinelFailoverKeepsViewersFlowing: a node whose client finds the primary through

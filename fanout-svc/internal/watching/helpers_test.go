@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 var keys = rediskeys.New("test:")

@@ -14,12 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/likes/likes/pkg/clienttest"
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sessiontoken"
+	"github.com/likes/likes/testkit/clienttest"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestRealWriterCountsEveryLike: against writer-svc itself, every like loadgen acknowledges is

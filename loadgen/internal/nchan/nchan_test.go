@@ -19,7 +19,7 @@ import (
 
 	"github.com/likes/likes/loadgen/internal/nodemetrics"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestNchanBridgeForwardsPayloadsInOrder: what the writer PUBLISHes on a post's channel reaches

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sessiontoken"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestSessionsKeyOnCluster: on a Cluster the ramp signs with the key stored on whichever node

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/likes/likes/loadgen/internal/hist"
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // sseServer speaks the fanout wire format (snapshot, then live updates, net/http's chunked

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 var rlKeys = rediskeys.New("rl:")

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestMeasuresLocalRedisNearZero: a redis-server on this host shares its clock, so the offset is

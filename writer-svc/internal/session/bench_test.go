@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sessiontoken"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 )
 
 // commandCounter is a go-redis hook that counts the commands a client sends.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/sessiontoken"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 )
 
 var testKeys = rediskeys.New("likes:")

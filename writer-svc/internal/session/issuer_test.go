@@ -11,9 +11,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/likes/likes/pkg/ids"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sessiontoken"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 	"github.com/likes/likes/writer-svc/internal/auth"
 )
 

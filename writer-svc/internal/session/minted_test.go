@@ -7,10 +7,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/sessiontoken"
-	"github.com/likes/likes/pkg/sessiontoken/sessiontokentest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
+	"github.com/likes/likes/testkit/sessiontokentest"
 )
 
 // TestMintedTokensVerify: tokens another signer on the writers' Redis mints with

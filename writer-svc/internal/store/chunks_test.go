@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/redistest"
 	"github.com/likes/likes/writer-svc/internal/store"
 	"github.com/likes/likes/writer-svc/internal/storetest"
 )

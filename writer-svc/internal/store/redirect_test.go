@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 	"github.com/likes/likes/writer-svc/internal/store"
 	"github.com/likes/likes/writer-svc/internal/storetest"
 )

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/redistest"
 	"github.com/likes/likes/writer-svc/internal/store"
 	"github.com/likes/likes/writer-svc/internal/storetest"
 )

@@ -14,10 +14,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 	"github.com/likes/likes/writer-svc/internal/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/rediskeys"
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // BenchmarkTimelineMemory writes b.N post-hours of timeline the way the like script does (one

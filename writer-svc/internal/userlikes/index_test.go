@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/poll"
-	"github.com/likes/likes/pkg/redistest"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
 	"github.com/likes/likes/writer-svc/internal/batch"
 	"github.com/likes/likes/writer-svc/internal/store"
 	"github.com/likes/likes/writer-svc/internal/storetest"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // ping sends PING to the Redis at addr from the test process and returns its reply line ("+PONG");

@@ -15,7 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/likes/likes/pkg/routes"
+	"github.com/likes/likes/testkit/routes"
 )
 
 // SampleParam stands in for a route parameter and SampleFile for the file that a trailing

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // StartClusterWithReplicas starts a Redis Cluster of masters masters, each with replicas

@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/likes/likes/pkg/freeport"
+	"github.com/likes/likes/testkit/freeport"
 )
 
 // Server is one redis-server process. Kill and Restart simulate crashes on the same port.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/freeport"
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/freeport"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // testHAProxy exercises what Route follows: http-request rules in order (allow, deny), named and

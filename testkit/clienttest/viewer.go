@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // Viewer is an SSE client that behaves like a browser's EventSource: it reconnects after the

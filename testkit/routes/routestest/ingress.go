@@ -10,7 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/likes/likes/pkg/routes"
+	"github.com/likes/likes/testkit/routes"
 )
 
 // LoadIngresses decodes the Ingresses of deploy/base (ingress-*.yaml) under root, the repository

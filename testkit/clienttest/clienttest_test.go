@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // TestViewerReconnectsWithLastEventID: the viewer keeps the newest count, follows the server's

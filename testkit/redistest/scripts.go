@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/likes/likes/pkg/poll"
+	"github.com/likes/likes/testkit/poll"
 )
 
 // ScriptCalls returns how many scripts the server has run (EVALSHA and EVAL), from INFO

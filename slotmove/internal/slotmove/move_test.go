@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/likes/likes/pkg/redistest"
+	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestMoveSlotWithAllKeys moves a slot holding 2,500 keys of one hash tag in batches of 1,000:
