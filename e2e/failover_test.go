@@ -39,7 +39,7 @@ const (
 // and Sentinels stops taking likes that the new primary will never have.
 var failoverDataNode = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "2"}
 
-// TestFailover is issue 18's failover test, on processes: a primary, two replicas and three
+// TestFailover is the Sentinel failover test, on processes: a primary, two replicas and three
 // Sentinels; one writer and two fanout nodes finding the primary through Sentinel; 16 clients
 // liking 10 posts as fresh users while 60 viewers watch. Mid-load the primary is killed (kill -9)
 // or cut off (SIGSTOP, and SIGCONT once a replica is promoted). Then every like acknowledged

@@ -15,7 +15,7 @@ import (
 	"github.com/likes/likes/testkit/redistest"
 )
 
-// phaseColumns are the per-phase fields the ramp's JSON must carry (issue 3's list).
+// phaseColumns are the per-phase fields the ramp's JSON must carry.
 var phaseColumns = []string{
 	"conns_wanted", "conns_open", "conns_failed", "conns_refused", "conns_dropped", "workers",
 	"likes_per_sec", "likes_acked", "like_errors", "like_p50_ms", "like_p99_ms",

@@ -21,7 +21,7 @@ import (
 // one dedup key each): a popular post, whose slot takes several MIGRATE batches to move.
 const reshardSeeded = 12000
 
-// TestReshard is issue 18's reshard test: a 3-master Redis Cluster, one writer and two fanout
+// TestReshard is the reshard test: a 3-master Redis Cluster, one writer and two fanout
 // nodes, 16 clients liking 10 posts as fresh users while viewers watch every post on both nodes.
 // Mid-load the slot of one post (seeded with 12,000 likes) moves to another master with the
 // slotmove command. Then every like acknowledged reads back as liked, each post's count lies

@@ -13,7 +13,7 @@ import (
 )
 
 // failoverBound is how soon after a kill -9 of the primary the same client must write again
-// (issue 18: likes are acknowledged again within 10 s).
+// (likes are acknowledged again within 10 s).
 const failoverBound = 10 * time.Second
 
 // TestSentinelClientFollowsFailover: a client built from sentinel addresses writes to the

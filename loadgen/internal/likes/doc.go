@@ -5,7 +5,7 @@
 // key (WithSessions), or in X-User-ID for a writer that trusts that header.
 //
 // A like must cost the generator much less CPU than it costs the writer, or the generator, not
-// the writer, sets the figures (issue 17). So the like path is a lean HTTP/1.1 client of its own
+// the writer, sets the figures. So the like path is a lean HTTP/1.1 client of its own
 // rather than net/http: a fixed set of keep-alive connections, each owned by one goroutine that
 // appends its requests into a reused buffer and reads the answers with a reused bufio.Reader,
 // parsing only the status line, the framing headers and the body's "count" and "liked".

@@ -8,8 +8,8 @@ import (
 
 // connectCost returns the CPU microseconds all nodes spent between before and after, per viewer
 // that connected meanwhile; NaN when none connected or a node was not read both times. It is the
-// issue 21 figure "node CPU per connect": a connect ramp's whole cost on the nodes, including
-// what they do for the viewers already there while the others arrive.
+// figure "node CPU per connect" (docs/BENCHMARKS.md): a connect ramp's whole cost on the nodes,
+// including what they do for the viewers already there while the others arrive.
 func connectCost(before, after []nodemetrics.Sample, connected int) float64 {
 	if connected <= 0 || len(before) != len(after) {
 		return math.NaN()
