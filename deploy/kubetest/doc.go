@@ -8,10 +8,12 @@
 //
 // Its one test walks an operator's day and logs a figure at each step: every Pod Ready through
 // its own probe; a like through the writer's Service reaching viewers on every fanout Pod through
-// the fanout Service; fanout-svc scaled to four through its HPA and loadgen's ramp run as a Job
+// the fanout Service; every public route of the chart's Ingresses sent through the HAProxy
+// Ingress controller to its own Service, the internal ones refused, and a like through it
+// reaching viewers through it; fanout-svc scaled to four through its HPA and loadgen's ramp run as a Job
 // over all four; a rolling restart losing no acknowledged like; evictions held to the
-// PodDisruptionBudget; a Pod killed and its viewers seen to move before the like; every Redis data Pod deleted at
-// once and back on its volume with every acknowledged like.
+// PodDisruptionBudget; a Pod killed and its viewers seen to move before the like; every Redis
+// data Pod deleted at once and back on its volume with every acknowledged like.
 //
 // The cluster: TestMain starts it (scripts/kube-offline.sh) when the test runs as root with a
 // Docker engine answering (the images come from it), and takes it down afterwards
