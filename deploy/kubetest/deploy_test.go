@@ -41,6 +41,7 @@ func TestKubeDeploy(t *testing.T) {
 	stepEvict(t, &got)
 	stepKill(t, d, &got)
 	stepRedisRestart(t, d, &got)
+	stepForwardedFor(t, d, &got)
 	t.Logf("figures:\n  %s", strings.Join(got, "\n  "))
 }
 

@@ -94,6 +94,16 @@ func ingressClient(addr string) *http.Client {
 	}
 }
 
+// controllerAddr is the controller Service's HTTPS address (cluster IP:443).
+func controllerAddr(t *testing.T) string {
+	t.Helper()
+	ip := strings.TrimSpace(mustKubectl(t, time.Minute, "-n", ingressNamespace, "get", "svc", ingressService, "-o", "jsonpath={.spec.clusterIP}"))
+	if ip == "" || ip == "None" {
+		t.Fatalf("service %s/%s has no cluster IP (%q)", ingressNamespace, ingressService, ip)
+	}
+	return net.JoinHostPort(ip, "443")
+}
+
 // ask sends method to url and returns the answer's head (a stream's too: the body is not read).
 func ask(c *http.Client, method, url string) (answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -117,11 +127,7 @@ func ask(c *http.Client, method, url string) (answer, error) {
 // the controller's 404; a like POSTed through the controller reaches viewers connected through it.
 func stepIngress(t *testing.T, d deployment, got *figures) {
 	start := time.Now()
-	ip := strings.TrimSpace(mustKubectl(t, time.Minute, "-n", ingressNamespace, "get", "svc", ingressService, "-o", "jsonpath={.spec.clusterIP}"))
-	if ip == "" || ip == "None" {
-		t.Fatalf("service %s/%s has no cluster IP (%q)", ingressNamespace, ingressService, ip)
-	}
-	c := ingressClient(net.JoinHostPort(ip, "443"))
+	c := ingressClient(controllerAddr(t))
 	defer c.CloseIdleConnections()
 	direct := &http.Client{Timeout: 10 * time.Second}
 	defer direct.CloseIdleConnections()
