@@ -284,8 +284,8 @@ func likeThroughIngress(t *testing.T, c *http.Client, base, writer string) {
 	for _, v := range viewers {
 		select {
 		case <-v.connected:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("a viewer through the controller not connected after 30s: %v", v.err())
+		case <-time.After(90 * time.Second):
+			t.Fatalf("a viewer through the controller not connected after 90s: %v", v.err())
 		}
 	}
 	var s clienttest.Session
@@ -348,26 +348,30 @@ func (v *streamViewer) err() error {
 	return v.lastErr
 }
 
-// watch reads the stream at url until ctx ends.
+// watch reads the stream at url until ctx ends. Until the stream is opened it asks again every
+// half second, as a client retries a refused stream: a node that lost Redis for a moment, or a
+// controller without a Ready endpoint yet, answers 503 (the error is kept for the test's report).
 func (v *streamViewer) watch(ctx context.Context, c *http.Client, url string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		v.fail(err)
-		return
-	}
-	req.Header.Set("Accept", "text/event-stream")
 	stream := *c
 	stream.Timeout = 0 // a stream lasts until ctx ends
-	resp, err := stream.Do(req)
-	if err != nil {
+	var resp *http.Response
+	for resp == nil {
+		r, err := open(ctx, &stream, url)
+		if err == nil {
+			resp = r
+			break
+		}
 		v.fail(err)
-		return
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		v.fail(fmt.Errorf("GET %s: %s", url, resp.Status))
-		return
-	}
+	v.mu.Lock()
+	v.lastErr = nil // connected: the refusals before no longer describe the stream
+	v.mu.Unlock()
 	close(v.connected)
 	var dec sse.Decoder
 	buf := make([]byte, 4<<10)
@@ -382,6 +386,24 @@ func (v *streamViewer) watch(ctx context.Context, c *http.Client, url string) {
 			return
 		}
 	}
+}
+
+// open asks for the stream at url; an answer other than 200 is an error.
+func open(ctx context.Context, c *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return resp, nil
 }
 
 func (v *streamViewer) handle(e *sse.Event) {
