@@ -35,15 +35,13 @@ type Sentinel struct {
 // timeout after it began: 1 s to notice and 4 s to retry leave a second try room within the
 // 10 s that e2e's TestFailover allows, where 3 s (6 s to retry) did not.
 //
-// Two of Sentinel's periods are shortened too (SENTINEL DEBUG), because at Redis's defaults a
-// test failover could promote twice (CI, 2026-12-05: epoch 1 promoted one replica, epoch 2
-// another a second later, and the first, claiming to be a primary, was made a replica only four
-// hello periods, 8 s, later, while min-replicas-to-write refused every like):
-//   - ping-period: a Sentinel that learns of a new primary resets its link and sends the first
-//     PING a full ping period later; at 1 s, equal to down-after, the new primary was called
-//     down before it was asked. At 250 ms it is asked four times before it can be called down.
-//   - publish-period: hellos carry the new configuration to the other Sentinels and a Sentinel
-//     waits four of them before it reconfigures a node that claims the wrong role.
+// Two of Sentinel's periods are shortened too (SENTINEL DEBUG), so that a failover promotes once:
+//   - ping-period: a Sentinel that switches to a new primary resets its link and PINGs it a full
+//     period later; at Redis's 1 s, equal to down-after, it can call the new primary down before
+//     asking it, and promote a second replica. At 250 ms it asks four times first.
+//   - publish-period: hellos carry a new configuration to the other Sentinels, and a node that
+//     claims the wrong role is reconfigured only after four of them (8 s at Redis's 2 s, while
+//     min-replicas-to-write refuses every write).
 const (
 	sentinelDownAfter       = "1000" // ms without a valid reply before a Sentinel calls a node down
 	sentinelFailoverTimeout = "2000" // ms a failover may take; a failed one is retried after twice this
