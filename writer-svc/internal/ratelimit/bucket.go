@@ -35,9 +35,9 @@ func (l *Limiter) Take(id string) (b Bucket, wait time.Duration) {
 
 // Settle records what the call found: the bucket stays empty for wait (it refused, or it gave its
 // last token), 0 when it has room or the call did not answer. The Limiter then refuses the key
-// itself until then, as after Allow.
+// itself until then and a little longer (hold), as after Allow.
 func (b Bucket) Settle(wait time.Duration) {
 	if b.l != nil {
-		b.l.refused.end(b.Key, wait)
+		b.l.refused.end(b.Key, wait, b.l.hold(wait))
 	}
 }

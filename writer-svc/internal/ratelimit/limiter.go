@@ -103,7 +103,7 @@ func (l *Limiter) Load(ctx context.Context) error {
 // Allow counts one event for user and returns 0 when it is allowed, or how long until the user may
 // try again. An error means Redis could not be asked; the caller must not treat it as allowed.
 // Once Redis has refused user, this Limiter refuses it without Redis until the wait it was given
-// has passed (refusals). Requests for a key that is being asked about wait for that call and then
+// has passed, and a little longer (refusals, hold). Requests for a key that is being asked about wait for that call and then
 // share the next one (flights).
 func (l *Limiter) Allow(ctx context.Context, user string) (retryAfter time.Duration, err error) {
 	if l.rate.Off() {
@@ -161,7 +161,7 @@ func (l *Limiter) ask(ctx context.Context, key string, g *group) {
 	default:
 		g.allowed, g.wait = int(r[0]), time.Duration(r[1])*time.Microsecond
 	}
-	l.refused.end(key, g.wait) // 0 after an error: the next request asks Redis
+	l.refused.end(key, g.wait, l.hold(g.wait)) // 0 after an error: the next request asks Redis
 	close(g.done)
 	l.flights.handOff(key)
 }

@@ -123,9 +123,9 @@ func TestLimiterBurst(t *testing.T) {
 }
 
 // TestRefusedKeyCostsRedisNothingUntilItsRetryAfter: once Redis refused a user, the limiter
-// answers that user's next requests itself, with the remaining wait, until the Retry-After has
-// passed; then it asks Redis again and is allowed. Another replica, which has not seen the
-// refusal, still asks Redis.
+// answers that user's next requests itself, with the remaining wait, until the Retry-After (and
+// the hold past it) has passed; then it asks Redis again and is allowed. Another replica, which
+// has not seen the refusal, still asks Redis.
 func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -167,12 +167,12 @@ func TestRefusedKeyCostsRedisNothingUntilItsRetryAfter(t *testing.T) {
 func TestRefusalsAreBounded(t *testing.T) {
 	r := newRefusals()
 	for i := range maxRefusals * 3 {
-		r.end("k"+strconv.Itoa(i), time.Minute)
+		r.end("k"+strconv.Itoa(i), time.Minute, time.Minute)
 	}
 	if n := r.keys.Len(); n > maxRefusals {
 		t.Errorf("%d keys remembered; want at most %d", n, maxRefusals)
 	}
-	r.end("last", time.Minute)
+	r.end("last", time.Minute, time.Minute)
 	if r.begin("last") <= 0 {
 		t.Error("the newest refusal was not kept")
 	}
@@ -189,8 +189,8 @@ func TestOneAskAtATimeOnceRefused(t *testing.T) {
 			t.Fatal("a key never refused was held back")
 		}
 	}
-	r.end("fresh", 0)
-	r.end("flood", 10*time.Millisecond)
+	r.end("fresh", 0, 0)
+	r.end("flood", 10*time.Millisecond, 10*time.Millisecond)
 	if w := r.begin("flood"); w != 10*time.Millisecond {
 		t.Fatalf("while refused: %v; want the 10ms left", w)
 	}
@@ -201,7 +201,7 @@ func TestOneAskAtATimeOnceRefused(t *testing.T) {
 	if w := r.begin("flood"); w != refusedWhileAsking {
 		t.Fatalf("while another asks: %v; want %v", w, refusedWhileAsking)
 	}
-	r.end("flood", 0) // Redis allowed it
+	r.end("flood", 0, 0) // Redis allowed it
 	if w := r.begin("flood"); w != 0 {
 		t.Fatalf("after Redis allowed: %v; want to ask", w)
 	}

@@ -7,12 +7,12 @@ import (
 )
 
 // refusals remembers, in this process, the keys Redis refused and until when: a key refused
-// until t is refused here until t without asking Redis again. That is exact, not a guess: the
-// bucket's theoretical arrival time (its TAT) only moves later, whatever other replicas count meanwhile, so
-// Redis would refuse too. Once t has passed, one request asks Redis for the key; the others that
-// come while it asks are refused here too (refusedWhileAsking): a bucket that refused lately frees
-// one event per interval at most, which that one request takes if there is one. A flooding user
-// or address then costs Redis about one call per interval per replica, however many requests it
+// until t is refused here until t without asking Redis again. Up to the bucket's own wait that is
+// exact, not a guess: the bucket's theoretical arrival time (its TAT) only moves later, whatever
+// other replicas count meanwhile, so Redis would refuse too; past it, t holds the key until its
+// bucket has gathered a few tokens (hold). Once t has passed, one request asks Redis for the key;
+// the others that come while it asks are refused here too (refusedWhileAsking). A flooding user or
+// address then costs Redis a call or two per few intervals per replica, however many requests it
 // sends, not one per request. Other replicas, which have not seen the refusal, still ask Redis
 // once each: the bucket stays one, shared.
 //
@@ -26,7 +26,8 @@ type refusals struct {
 
 // refusal is what is known of a key Redis refused.
 type refusal struct {
-	until  time.Time // refused until then
+	room   time.Time // when its bucket has room again: the Retry-After
+	until  time.Time // refused here until then: room, and the hold past it
 	asking bool      // a request is asking Redis for the key now
 }
 
@@ -34,7 +35,8 @@ type refusal struct {
 const maxRefusals = 65536
 
 // refusedWhileAsking is the wait given to a request that comes while another asks Redis for a
-// key refused lately (a Retry-After rounds it up to a second).
+// key refused lately, or while the key is held past its bucket's room (a Retry-After rounds it
+// up to a second).
 const refusedWhileAsking = time.Millisecond
 
 func newRefusals() *refusals {
@@ -50,7 +52,7 @@ func (r *refusals) begin(key string) (wait time.Duration) {
 		case !ok: // never refused: ask, and remember nothing unless Redis refuses
 			return k, false
 		case k.until.After(now):
-			wait = k.until.Sub(now)
+			wait = max(k.room.Sub(now), refusedWhileAsking)
 		case k.asking:
 			wait = refusedWhileAsking
 		default:
@@ -61,20 +63,23 @@ func (r *refusals) begin(key string) (wait time.Duration) {
 	return wait
 }
 
-// refusedFor returns how long key is still refused here (0: not refused), without asking to ask.
+// refusedFor returns how long key is still refused here (0: not refused), without asking to ask,
+// as begin counts it.
 func (r *refusals) refusedFor(key string) time.Duration {
 	k, ok := r.keys.Get(key)
-	if !ok {
+	now := r.now()
+	if !ok || !k.until.After(now) {
 		return 0
 	}
-	return max(k.until.Sub(r.now()), 0)
+	return max(k.room.Sub(now), refusedWhileAsking)
 }
 
-// end records Redis's answer for key: refused for wait (0: allowed, or Redis could not be asked).
-func (r *refusals) end(key string, wait time.Duration) {
+// end records Redis's answer for key: its bucket has no room for wait (0: allowed, or Redis could
+// not be asked), and the key is refused here for held (at least wait: Limiter.hold).
+func (r *refusals) end(key string, wait, held time.Duration) {
 	now := r.now()
 	r.keys.Update(key, func(refusal, bool) (refusal, bool) {
-		return refusal{until: now.Add(wait)}, wait > 0
+		return refusal{room: now.Add(wait), until: now.Add(max(held, wait))}, wait > 0
 	}, r.stale(now))
 }
 
