@@ -76,8 +76,11 @@ func TestStaleWhenRedisGone(t *testing.T) {
 	if err := c.Trusted(); err != nil {
 		t.Fatalf("after Start: %v", err)
 	}
-	_, first := c.Uncertainty()
-	poll.Until(t, 5*time.Second, "a second measurement", func() bool { _, age := c.Uncertainty(); return age < first })
+	// measured is when the last measurement was taken (to within the microseconds between the
+	// two clock readings): a second one is at least Every (20 ms) later.
+	measured := func() time.Time { _, age := c.Uncertainty(); return time.Now().Add(-age) }
+	first := measured()
+	poll.Until(t, 5*time.Second, "a second measurement", func() bool { return measured().Sub(first) > 10*time.Millisecond })
 	srv.Kill()
 	poll.Until(t, 5*time.Second, "the offset untrusted with Redis gone", func() bool { return errors.Is(c.Trusted(), ErrUnknown) })
 	if age := gauge(t, reg, "likes_writer_redis_clock_age_seconds"); age < 0.1 {
