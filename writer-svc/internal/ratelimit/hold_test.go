@@ -55,7 +55,7 @@ func TestHeldKeyTellsItsBucketsWait(t *testing.T) {
 // TestFloodedKeyTakesTokensAFewToACall: a key flooded past its rate (a token every 10 ms) gets the
 // rate's events over time, but once its burst is spent Redis sees fewer calls than events
 // allowed: the hold lets the tokens gather, and the requests that come once it ends spend them a
-// few to a call. Without the hold each token costs a call of its own (or more).
+// few to a call (2.3-4 here). Without the hold each token costs a call of its own (or more).
 func TestFloodedKeyTakesTokensAFewToACall(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()

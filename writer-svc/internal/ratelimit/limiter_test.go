@@ -178,9 +178,11 @@ func TestRefusalsAreBounded(t *testing.T) {
 	}
 }
 
-// TestOneAskAtATimeOnceRefused: once a refused key's wait is over, one request asks Redis and the
-// others that come meanwhile are refused here; a key never refused is never held back.
-func TestOneAskAtATimeOnceRefused(t *testing.T) {
+// TestFewAskOnceRefused: once a refused key's hold is over, heldTokens requests ask Redis and the
+// others that come meanwhile are refused here, until an answer refuses the key again or the
+// key's admissions are over (then it is forgotten); an answer with room does not reopen it to
+// all. A key never refused is never held back.
+func TestFewAskOnceRefused(t *testing.T) {
 	r := newRefusals()
 	clock := time.Now()
 	r.now = func() time.Time { return clock }
@@ -195,18 +197,28 @@ func TestOneAskAtATimeOnceRefused(t *testing.T) {
 		t.Fatalf("while refused: %v; want the 10ms left", w)
 	}
 	clock = clock.Add(10 * time.Millisecond)
-	if w := r.begin("flood"); w != 0 {
-		t.Fatalf("the first after the wait: %v; want it to ask Redis", w)
+	for i := range heldTokens {
+		if w := r.begin("flood"); w != 0 {
+			t.Fatalf("request %d after the wait: %v; want it to ask Redis", i+1, w)
+		}
 	}
 	if w := r.begin("flood"); w != refusedWhileAsking {
-		t.Fatalf("while another asks: %v; want %v", w, refusedWhileAsking)
+		t.Fatalf("while %d others ask: %v; want %v", heldTokens, w, refusedWhileAsking)
 	}
-	r.end("flood", 0, 0) // Redis allowed it
+	r.end("flood", 0, 0) // Redis allowed one
+	if w := r.begin("flood"); w != refusedWhileAsking {
+		t.Fatalf("after one allowed: %v; want still %v until the admissions are over", w, refusedWhileAsking)
+	}
+	r.end("flood", 5*time.Millisecond, 5*time.Millisecond) // another found the bucket empty
+	if w := r.begin("flood"); w != 5*time.Millisecond {
+		t.Fatalf("refused again: %v; want the new 5ms", w)
+	}
+	clock = clock.Add(5*time.Millisecond + admitFor)
 	if w := r.begin("flood"); w != 0 {
-		t.Fatalf("after Redis allowed: %v; want to ask", w)
+		t.Fatalf("after the admissions: %v; want to ask", w)
 	}
 	if n := r.keys.Len(); n != 0 {
-		t.Errorf("%d keys remembered after Redis allowed; want none", n)
+		t.Errorf("%d keys remembered once forgotten; want none", n)
 	}
 }
 
