@@ -205,11 +205,11 @@ func (r *Registry) take(ids []string) ([]*Post, error) {
 	posts := make([]*Post, len(ids))
 	missing := false
 	r.mu.RLock()
-	closed := r.closed
+	if r.closed {
+		r.mu.RUnlock()
+		return nil, errClosed
+	}
 	for i, id := range ids {
-		if closed {
-			break
-		}
 		p := r.posts[id]
 		if p == nil {
 			missing = true
@@ -225,9 +225,6 @@ func (r *Registry) take(ids []string) ([]*Post, error) {
 		}
 	}
 	r.mu.RUnlock()
-	if closed {
-		return nil, errClosed
-	}
 	if missing && !r.create(ids, posts) {
 		r.releaseHeld(posts)
 		return nil, errClosed
@@ -269,9 +266,9 @@ func (r *Registry) create(ids []string, posts []*Post) bool {
 
 // releaseHeld releases the posts take held before it found the registry closed.
 func (r *Registry) releaseHeld(posts []*Post) {
-	for _, p := range posts {
+	for i, p := range posts {
 		if p != nil {
-			r.Release([]*Post{p})
+			r.Release(posts[i : i+1])
 		}
 	}
 }
