@@ -26,7 +26,7 @@ type Post struct {
 	ring [ringSize]*Frame
 	seq  uint64 // frames accepted so far; frame n is ring[n%ringSize]
 
-	subscription // the node's Redis subscription for the post; guarded by Registry.mu
+	sub subscription // the node's Redis subscription for the post, under its own lock
 }
 
 // ID returns the post id.

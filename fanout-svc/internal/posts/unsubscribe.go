@@ -2,6 +2,7 @@ package posts
 
 import (
 	"container/heap"
+	"sync"
 	"time"
 )
 
@@ -15,27 +16,63 @@ const (
 )
 
 // unsubscriber holds the idle posts by the end of their grace period, so that a page refresh does
-// not flap the subscription. Its queue is guarded by Registry.mu; Registry.unsubscribeLoop takes
-// the due posts off it in batches and unsubscribes them without a lock.
+// not flap the subscription. Its queue has its own lock, taken with no other held: a viewer
+// leaving queues its posts without the map's lock, and Registry.unsubscribeLoop takes the due
+// posts off it in batches and unsubscribes them without a lock.
 type unsubscriber struct {
-	idle idleQueue
 	wake chan struct{} // a new deadline to consider
+
+	mu     sync.Mutex // guards idle, closed and each post's subscription.queued
+	idle   idleQueue
+	closed bool // set by Registry.Close: nothing is queued or taken after it
 }
 
 func newUnsubscriber() unsubscriber { return unsubscriber{wake: make(chan struct{}, 1)} }
 
-// queue schedules p's UNSUBSCRIBE for the end of its grace period. A post queued already keeps
-// its entry, which finds the newer idleSince when it comes due and waits longer. r.mu is held.
-func (u *unsubscriber) queue(p *Post, grace time.Duration) {
-	if p.queued {
+// queue schedules p's UNSUBSCRIBE for at, the end of its grace period. A post queued already
+// keeps its entry, which finds the newer idleSince when it comes due and waits longer.
+func (u *unsubscriber) queue(p *Post, at time.Time) {
+	u.mu.Lock()
+	if u.closed || p.sub.queued {
+		u.mu.Unlock()
 		return
 	}
-	p.queued = true
-	heap.Push(&u.idle, idleEntry{p: p, at: p.idleSince.Add(grace)})
+	p.sub.queued = true
+	heap.Push(&u.idle, idleEntry{p: p, at: at})
+	u.mu.Unlock()
 	select {
 	case u.wake <- struct{}{}:
 	default:
 	}
+}
+
+// due takes up to n posts whose deadline passed off the queue and appends them to dst. With none
+// due, it returns how long until the next deadline (0: none pending).
+func (u *unsubscriber) due(now time.Time, n int, dst []*Post) ([]*Post, time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for len(u.idle) > 0 && n > 0 {
+		e := u.idle[0]
+		if now.Before(e.at) {
+			if len(dst) == 0 {
+				return nil, e.at.Sub(now)
+			}
+			break
+		}
+		heap.Pop(&u.idle)
+		e.p.sub.queued = false
+		dst = append(dst, e.p)
+		n--
+	}
+	return dst, 0
+}
+
+// close drops the pending unsubscriptions; queue and due do nothing after it.
+func (u *unsubscriber) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+	u.idle = nil
 }
 
 // unsubscribeLoop unsubscribes the posts whose grace period ended without a viewer coming back,
@@ -81,38 +118,39 @@ func (r *Registry) unsubscribeLoop() {
 	}
 }
 
-// dueIdle takes up to n posts whose grace period ended and starts their leaving: they stay in the
-// map, so that a viewer arriving for one subscribes only after the UNSUBSCRIBE. With none due, it
-// returns how long until the next grace period ends (0: none pending).
+// dueIdle takes up to n posts whose grace period ended off the unsubscriber's queue and starts
+// their leaving: they stay in the map, so that a viewer arriving for one subscribes only after the
+// UNSUBSCRIBE. A post a viewer came back to is skipped, and one released again since it was
+// queued goes back in the queue. With none due, it returns how long until the next grace period
+// ends (0: none pending). It takes the queue's lock, then each post's, one at a time.
 func (r *Registry) dueIdle(n int) ([]*Post, time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, 0
-	}
 	now := time.Now()
-	var batch []*Post
-	for len(r.unsub.idle) > 0 && len(batch) < n {
-		e := r.unsub.idle[0]
-		if now.Before(e.at) {
+	var batch, due []*Post
+	for len(batch) < n {
+		var wait time.Duration
+		due, wait = r.unsub.due(now, n-len(batch), due[:0])
+		if len(due) == 0 {
 			if len(batch) == 0 {
-				return nil, e.at.Sub(now)
+				return nil, wait
 			}
 			break
 		}
-		heap.Pop(&r.unsub.idle)
-		p := e.p
-		p.queued = false
-		if p.is() != idle || r.posts[p.id] != p {
-			continue // a viewer came back, or the post failed
+		for _, p := range due {
+			p.sub.mu.Lock()
+			st, end := p.sub.is(), p.sub.idleSince.Add(r.cfg.UnsubscribeGrace)
+			leaves := st == idle && !now.Before(end)
+			if leaves {
+				p.sub.leave()
+				r.live.Add(-1)
+			}
+			p.sub.mu.Unlock()
+			switch {
+			case leaves:
+				batch = append(batch, p)
+			case st == idle:
+				r.unsub.queue(p, end) // released again since it was queued
+			}
 		}
-		if due := p.idleSince.Add(r.cfg.UnsubscribeGrace); now.Before(due) {
-			r.unsub.queue(p, r.cfg.UnsubscribeGrace) // released again since it was queued
-			continue
-		}
-		p.leave()
-		r.leavingPosts++
-		batch = append(batch, p)
 	}
 	return batch, 0
 }
@@ -120,13 +158,16 @@ func (r *Registry) dueIdle(n int) ([]*Post, time.Duration) {
 // unsubscribed ends the leaving of each post in batch and lets their successors subscribe.
 func (r *Registry) unsubscribed(batch []*Post) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, p := range batch {
 		if r.posts[p.id] == p {
 			delete(r.posts, p.id)
-			r.leavingPosts--
 		}
-		close(p.left)
+	}
+	r.mu.Unlock()
+	for _, p := range batch {
+		p.sub.mu.Lock()
+		close(p.sub.left)
+		p.sub.mu.Unlock()
 	}
 }
 

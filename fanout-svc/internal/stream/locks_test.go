@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/likes/likes/fanout-svc/internal/posts"
 	"github.com/likes/likes/pkg/update"
 	"github.com/likes/likes/testkit/poll"
@@ -14,12 +16,14 @@ import (
 )
 
 // TestSubscribeUnsubscribeResyncTogether runs, through a real relay and redis-server, every path
-// that takes the node's subscription locks at once (fanout-svc/LOCKS.md): viewers arriving and
-// leaving (SUBSCRIBE, and UNSUBSCRIBE after a 1 ms grace), updates published to them, and
-// resyncs (the node's pub/sub connection is killed again and again, so the relay resubscribes and
-// re-reads every post). Under -race a data race fails it, and a lock taken out of order shows as
-// a deadlock, which the deadline turns into a failure. Then every steady viewer converges on the
-// final state.
+// that takes the node's subscription locks at once (fanout-svc/LOCKS.md: the registry's post map,
+// each post's subscription, the unsubscriber's queue, the relay's): viewers arriving and leaving
+// (SUBSCRIBE, and UNSUBSCRIBE after a 1 ms grace), viewers giving up while their subscription is
+// in flight, updates published to them, resyncs (the node's pub/sub connection is killed again and
+// again, so the relay resubscribes and re-reads every post), and the watching counter reading the
+// reference counts. Under -race a data race fails it, and a lock taken out of order shows as a
+// deadlock, which the deadline turns into a failure. Then every steady viewer converges on the
+// final state, Redis holds exactly one subscription per post, and none once they leave.
 func TestSubscribeUnsubscribeResyncTogether(t *testing.T) {
 	rs := redistest.Start(t)
 	client := rs.Client(t)
@@ -53,6 +57,40 @@ func TestSubscribeUnsubscribeResyncTogether(t *testing.T) {
 			}
 		}()
 	}
+	gone := []string{"gone0", "gone1", "gone2"} // posts of the viewers that give up
+	stopReaders := make(chan struct{})
+	readers := make(chan struct{})
+	go func() { // the watching counter and the metrics, every millisecond until the paths end
+		defer close(readers)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopReaders:
+				return
+			case <-tick.C:
+			}
+			n.Posts.LocalViewers(func(post string, viewers int) {
+				if viewers <= 0 {
+					t.Errorf("LocalViewers: %s with %d viewers", post, viewers)
+				}
+			})
+			if got, most := n.Posts.Subscriptions(), len(ids)+len(gone); got > most {
+				t.Errorf("%d subscriptions over %d posts", got, most)
+			}
+		}
+	}()
+	wg.Add(1)
+	go func() { // viewers that give up while their subscription is in flight
+		defer wg.Done()
+		for i := range 200 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%5)*100*time.Microsecond)
+			if held, err := n.Posts.Acquire(ctx, gone[i%len(gone):][:1]); err == nil {
+				n.Posts.Release(held)
+			}
+			cancel()
+		}
+	}()
 	wg.Add(1)
 	go func() { // updates, and a resync after every 25 of them
 		defer wg.Done()
@@ -81,6 +119,8 @@ func TestSubscribeUnsubscribeResyncTogether(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatal("the paths did not finish within 90 s: a deadlock (see fanout-svc/LOCKS.md)")
 	}
+	close(stopReaders)
+	<-readers
 
 	// The final state is in Redis before it is published: a message lost to a reconnect is read
 	// back by the resync that follows it.
@@ -97,7 +137,31 @@ func TestSubscribeUnsubscribeResyncTogether(t *testing.T) {
 	if n.Relay.Stats().Resyncs.Load() == 0 {
 		t.Error("no post was resynced; want the killed pub/sub connections to have made the relay re-read them")
 	}
-	if got := n.Posts.Subscriptions(); got != len(ids) {
-		t.Errorf("%d subscriptions with one steady viewer on each of %d posts; want %d", got, len(ids), len(ids))
+	poll.Until(t, 10*time.Second, "only the steady viewers' posts subscribed", func() bool { return n.Posts.Subscriptions() == len(ids) })
+	poll.Check(t, 10*time.Second, func() error { return subscribersInRedis(client, ids, 1) })
+	for _, w := range steady {
+		w.stop()
+		<-w.done
 	}
+	poll.Until(t, 10*time.Second, "every subscription gone once the steady viewers left", func() bool { return n.Posts.Subscriptions() == 0 })
+	poll.Check(t, 10*time.Second, func() error { return subscribersInRedis(client, ids, 0) })
+}
+
+// subscribersInRedis checks that every post's channel has want subscribers in Redis (PUBSUB
+// NUMSUB).
+func subscribersInRedis(client redis.UniversalClient, ids []string, want int64) error {
+	chs := make([]string, len(ids))
+	for i, id := range ids {
+		chs[i] = testKeys.Channel(id)
+	}
+	got, err := client.PubSubNumSub(context.Background(), chs...).Result()
+	if err != nil {
+		return err
+	}
+	for _, ch := range chs {
+		if got[ch] != want {
+			return fmt.Errorf("%s has %d subscribers in Redis; want %d", ch, got[ch], want)
+		}
+	}
+	return nil
 }
