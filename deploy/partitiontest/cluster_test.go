@@ -49,21 +49,25 @@ type cluster struct {
 }
 
 var (
-	buildOnce sync.Once
-	writerBin string
-	buildErr  error
+	buildMu sync.Mutex
+	built   = map[string]error{} // dir -> the build's outcome
 )
 
-// buildWriter builds writer-svc once per test binary, into dir.
+// buildWriter builds writer-svc once per dir, into dir: a test passes a directory of its own
+// (t.TempDir), which goes when that test ends, and its subtests share the binary.
 func buildWriter(dir string) (string, error) {
-	buildOnce.Do(func() {
-		writerBin = filepath.Join(dir, "writer-svc")
-		out, err := exec.Command("go", "build", "-o", writerBin, "github.com/likes/likes/writer-svc").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build writer-svc: %w: %s", err, out)
-		}
-	})
-	return writerBin, buildErr
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	bin := filepath.Join(dir, "writer-svc")
+	if err, ok := built[dir]; ok {
+		return bin, err
+	}
+	var err error
+	if out, e := exec.Command("go", "build", "-o", bin, "github.com/likes/likes/writer-svc").CombinedOutput(); e != nil {
+		err = fmt.Errorf("go build writer-svc: %w: %s", e, out)
+	}
+	built[dir] = err
+	return bin, err
 }
 
 // startCluster starts the data nodes, the Sentinels and a writer, and waits until the writer
