@@ -83,12 +83,9 @@ fanout_nodes=()
 for i in $(seq 0 $((NODES - 1))); do fanout_nodes+=("http://127.0.0.1:$((PORT_BASE + 90 + i))"); done
 nchan_nodes=("http://127.0.0.1:$((PORT_BASE + 90))")
 
-# quiet_sockets: wait (at most 2 minutes) until the earlier ramps' sockets have left TIME_WAIT:
-# ~100,000 a ramp stay there 60 s, and a ramp started on top of two ramps' worth timed out
-# connecting thousands of its viewers as the kernel's port search walked them.
-quiet_sockets() {
-  for _ in $(seq 60); do (($(ss -Htan state time-wait | wc -l) < 5000)) && return 0; sleep 2; done
-}
+# quiet_sockets: the earlier ramps' sockets out of TIME_WAIT first.
+# shellcheck source=lib/sockets.sh
+source scripts/lib/sockets.sh
 
 # churn PREFIX LOG URL...: loadgen churn on CPU 1 against the ramp's nodes and posts, from once
 # they answer until killed.

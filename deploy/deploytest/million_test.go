@@ -1,0 +1,101 @@
+package deploytest
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/likes/likes/testkit/freeport"
+)
+
+// TestMillionScript runs scripts/million.sh (the million-viewer benchmark) at 2,000 viewers on
+// two nodes with short windows, so that the script cannot rot between the runs at a million:
+// its table must count every viewer open and none failed, it must be done within 90 s, and
+// nothing it started may still listen afterwards.
+func TestMillionScript(t *testing.T) {
+	for _, tool := range []string{"redis-server", "redis-cli", "curl", "taskset", "setsid", "ss", "flock"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: apt-get install -y redis-server redis-tools curl util-linux iproute2", tool)
+		}
+	}
+	for _, p := range []string{"writer-svc", "fanout-svc", "loadgen"} {
+		buildProgram(t, p)
+	}
+	base := rampPortBase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "scripts", "million.sh"))
+	// On the deadline the script is asked to stop (its trap takes its ramp down), then killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 15 * time.Second
+	cmd.Env = append(os.Environ(), "BIN="+binDir, "MILLION_DIR="+t.TempDir(), "RAMP_PORT_BASE="+strconv.Itoa(base),
+		"CONNS=2000", "POSTS=20", "NODES=2", "WARMUP=0.5s", "WINDOW=2s", "QUIET_WAIT=0",
+		// A CI test, not a benchmark: it does not wait for a benchmark's lock.
+		"LIKES_BENCH_LOCK_HELD=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("million.sh: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+	}
+	table := tableFigures(stdout.String())
+	if got := table["viewers open"]; got != "2000" {
+		t.Errorf("viewers open = %q, want 2000\n%s", got, stdout.String())
+	}
+	if got := table["viewers failed"]; got != "0" {
+		t.Errorf("viewers failed = %q, want 0\n%s", got, stdout.String())
+	}
+	for _, port := range []int{base + 80, base + 90, base + 91, base + 379} {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %d still accepts connections after million.sh exited", port)
+		}
+	}
+}
+
+// tableFigures reads million.sh's table: a figure's name, then a value per run (one run here).
+func tableFigures(out string) map[string]string {
+	figures := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		figures[strings.Join(fields[:len(fields)-1], " ")] = fields[len(fields)-1]
+	}
+	return figures
+}
+
+// rampPortBase returns a RAMP_PORT_BASE whose ports that scripts/ramp.sh uses with two nodes
+// (writer +80, nodes +90 and +91, Redis +379) were free a moment ago.
+func rampPortBase(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		base := freeport.Port(t) - 80
+		if base < 1024 || base+379 > 65535 {
+			continue
+		}
+		free := true
+		for _, off := range []int{90, 91, 379} {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = ln.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no RAMP_PORT_BASE with its ports free in 50 tries")
+	return 0
+}

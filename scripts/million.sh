@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# million.sh — a million viewers on this one machine, clients included, as an operator planning
+# a million-viewer event would measure it: NODES fanout-svc processes share CPU 0 (a process here
+# may hold 20,000 open files: at most 18,000 viewers a node, 56 nodes for 1,000,000); redis-server,
+# writer-svc and loadgen (its epoll workers, LOADGEN_PER_WORKER viewers each, from source
+# addresses spread over 127.0.0.0/8) share CPU 1; everything through scripts/ramp.sh. POSTS
+# posts of CONNS/POSTS viewers each (1,000 posts of 1,000 viewers).
+#
+# One `loadgen ramp` holds the viewers throughout: it connects CONNS at LOADGEN_MAX_CONNECT_RATE
+# (the connect ramp: connects/s, node CPU per connect, the nodes' RSS per viewer), then runs its
+# steps at that hold (--until-break --grow rate, with an objective no step can break, so every
+# step runs): the first at a rate that sends no like in WARMUP + WINDOW (the idle cost: heartbeats,
+# "watching now" and timers, in % of the nodes' core over WINDOW), the last two at PHASE_EVENTS
+# events/s (likes spread over all posts: delivery %, p99). The steps between (the grown rates,
+# x2.5 each, a few seconds each) are in the ramp's own table and CSV, not in this one. Kernel
+# memory per viewer is /proc/meminfo's Slab and SUnreclaim and /proc/net/sockstat's TCP memory,
+# read before the ramp and at the hold (after the idle step), over the viewers open; both ends of
+# every socket are on this machine, so the per-end figure is an estimate: half of it. loadgen's
+# memory per viewer is its processes' RSS (coordinator and workers, whole) at the hold over the
+# viewers open. Free memory is MemAvailable at the hold.
+#
+# Not yet measured (issue 37's other phases): one post of 100,000 viewers liked once, a node
+# killed with 20,000 viewers, write-path isolation (the writer's likes per CPU-second while the
+# viewers are fed, against none).
+#
+# Prints ONE table (one column per run, then their median), also written to MILLION_DIR/table.txt;
+# each run's ramp (logs, ramp.txt, ramp.csv) is under MILLION_DIR/run-N. Holds
+# /tmp/likes-bench.lock throughout (or runs under scripts/alone.sh). Everything it starts is
+# stopped when it exits, on failure too; sockets in TIME_WAIT are awaited before each run.
+#
+# Usage: scripts/million.sh                e.g. scripts/alone.sh scripts/million.sh
+#        CONNS=100000 POSTS=100 scripts/million.sh
+# Environment (defaults): CONNS (1000000), POSTS (1000), NODES (CONNS / 18,000, rounded up),
+# RUNS (1), PHASE_EVENTS ("20000 50000": two increasing rates of events/s), WARMUP (3s),
+# WINDOW (10s), LOADGEN_PER_WORKER (15000: CONNS / it workers), LOADGEN_MAX_CONNECT_RATE (5000),
+# LOADGEN_SOURCES (127.0.0.2-127.0.0.250), QUIET_WAIT (120: most seconds to await TIME_WAIT),
+# MILLION_DIR (.run/million), and anything scripts/ramp.sh takes (BIN, RAMP_PORT_BASE, ...).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+CONNS=${CONNS:-1000000}
+POSTS=${POSTS:-1000}
+NODES=${NODES:-$(((CONNS + 17999) / 18000))}
+RUNS=${RUNS:-1}
+PHASE_EVENTS=${PHASE_EVENTS:-20000 50000}
+WARMUP=${WARMUP:-3s}
+WINDOW=${WINDOW:-10s}
+QUIET_WAIT=${QUIET_WAIT:-120}
+OUT=${MILLION_DIR:-.run/million}
+BIN=${BIN:-bin}
+export LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000}
+export LOADGEN_MAX_CONNECT_RATE=${LOADGEN_MAX_CONNECT_RATE:-5000}
+export LOADGEN_SOURCES=${LOADGEN_SOURCES:-127.0.0.2-127.0.0.250}
+for b in writer-svc fanout-svc loadgen; do
+  [[ -x $BIN/$b ]] || { echo "million: $BIN/$b missing: run make build first" >&2; exit 1; }
+done
+read -r -a events <<<"$PHASE_EVENTS"
+((${#events[@]} == 2 && events[1] > events[0] && events[0] > 0)) ||
+  { echo "million: PHASE_EVENTS must be two increasing rates of events/s, not \"$PHASE_EVENTS\"" >&2; exit 1; }
+mkdir -p "$OUT"
+
+if [[ -z ${LIKES_BENCH_LOCK_HELD:-} ]]; then # scripts/alone.sh holds it already
+  exec 9>/tmp/likes-bench.lock
+  flock 9
+  export LIKES_BENCH_LOCK_HELD=1
+fi
+# shellcheck source=lib/sockets.sh
+source scripts/lib/sockets.sh
+
+# seconds DURATION: a Go duration of ms, s or m in seconds.
+seconds() { awk -v d="$1" 'BEGIN { u = d; sub(/^[0-9.]+/, "", u); v = d + 0; print (u == "ms" ? v / 1000 : u == "m" ? v * 60 : v) }'; }
+
+# The steps' rates in likes/s (a post has CONNS/POSTS viewers): the load phases' r1 and r2 =
+# r1 x factor, and the idle step's r1 / factor^k with k the fewest steps down at which the idle
+# step's warmup and window fall due less than half a like (loadgen sends int(rate x elapsed)).
+read -r r1 factor k idle_rate < <(awk -v e1="${events[0]}" -v e2="${events[1]}" -v c="$CONNS" -v p="$POSTS" \
+  -v dur="$(awk -v a="$(seconds "$WARMUP")" -v b="$(seconds "$WINDOW")" 'BEGIN { print a + b }')" 'BEGIN {
+    r1 = e1 * p / c; f = e2 / e1; k = 1; r0 = r1 / f
+    while (r0 * dur >= 0.5) { k++; r0 /= f }
+    printf "%.10g %.10g %d %.10g\n", r1, f, k, r0 }')
+steps=$((k + 2))
+workers=$(((CONNS + LOADGEN_PER_WORKER - 1) / LOADGEN_PER_WORKER))
+
+# ramp_pgid is the running ramp's process group (ramp.sh, its stack, loadgen and its workers).
+ramp_pgid=""
+# stop_ramp: TERM the ramp's process group (ramp.sh stops its stack, loadgen its workers), up to
+# 10 s for them to go, then KILL what is left.
+stop_ramp() {
+  [[ -n $ramp_pgid ]] || return 0
+  kill -TERM -- "-$ramp_pgid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 -- "-$ramp_pgid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$ramp_pgid" 2>/dev/null || true
+  wait "$ramp_pgid" 2>/dev/null || true
+  ramp_pgid=""
+}
+trap 'code=$?; trap - EXIT INT TERM; stop_ramp; exit $code' EXIT INT TERM
+
+# kernel: "slab_kib sunreclaim_kib tcp_mem_pages avail_kib" now.
+kernel() {
+  awk '$1 == "Slab:" { s = $2 } $1 == "SUnreclaim:" { u = $2 } $1 == "MemAvailable:" { a = $2 }
+    END { printf "%s %s ", s, u; while ((getline l < "/proc/net/sockstat") > 0) { n = split(l, f, " ");
+      if (f[1] == "TCP:") for (i = 2; i < n; i++) if (f[i] == "mem") m = f[i + 1] }
+      printf "%s %s\n", m, a }' /proc/meminfo
+}
+
+# loadgen_rss PID: the summed RSS in bytes of the loadgen processes under PID (coordinator and
+# workers).
+loadgen_rss() {
+  ps -e -o pid=,ppid=,rss=,comm= | awk -v root="$1" '
+    { parent[$1] = $2; rss[$1] = $3; comm[$1] = $4 }
+    END { for (p in parent) { if (comm[p] != "loadgen") continue
+        for (q = p; q in parent && q != root; q = parent[q]) {}
+        if (q == root) sum += rss[p] }
+      printf "%.0f\n", sum * 1024 }'
+}
+
+# run N: one ramp to CONNS with its steps; writes the run's figures, "name<TAB>value" a line, to
+# OUT/run-N.tsv.
+run() {
+  local dir="$OUT/run-$1" before hold="" lg_rss="" load
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  quiet_sockets "$QUIET_WAIT"
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  before=$(kernel)
+  # setsid: the ramp in a process group of its own, which stop_ramp ends as a whole.
+  FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="m$(date +%s)r$1" BIN=$BIN \
+    setsid scripts/ramp.sh --conns "$CONNS" --posts "$POSTS" --until-break --grow rate \
+    --rate "$idle_rate" --grow-factor "$factor" --max-steps "$steps" --max-time 24h --slo 'errors>=0' \
+    --warmup "$WARMUP" --window "$WINDOW" >"$dir/ramp.txt" 2>"$dir/ramp.log" &
+  ramp_pgid=$!
+  # The hold: once the idle step is done, the viewers stay open through the steps that follow.
+  while kill -0 "$ramp_pgid" 2>/dev/null; do
+    if grep -Eqs '^step 1/[0-9]+ \(.*\): (clean|broke)' "$dir/ramp.log"; then
+      hold=$(kernel)
+      lg_rss=$(loadgen_rss "$ramp_pgid")
+      break
+    fi
+    sleep 0.2
+  done
+  local code=0
+  wait "$ramp_pgid" || code=$?
+  ramp_pgid=""
+  ((code == 0)) || { echo "million: run $1: ramp.sh failed ($code), see $dir/ramp.log" >&2; tail -n 20 "$dir/ramp.log" >&2; exit 1; }
+  [[ -n $hold ]] || { echo "million: run $1: the ramp ended before its idle step did, see $dir/ramp.log" >&2; exit 1; }
+  # The figures by column name, from the ramp's CSV (loadgen/internal/report/columns.go): data
+  # row 1 the idle step, rows k+1 and k+2 the load phases.
+  awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" -v lg="$lg_rss" \
+    -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" '
+    function out(name, v) { printf "%s\t%s\n", name, v }
+    function num(v) { return v != "" && v != "-" && v !~ /NaN/ }
+    function per(bytes, n) { return n > 0 ? sprintf("%.0f", bytes / n) : "-" }
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { rows = NR - 1; for (i = 1; i <= NF; i++) cell[rows, i] = $i }
+    END {
+      open = cell[1, col["conns_open"]]
+      split(before, b, " "); split(hold, h, " ")
+      out("load average at start (1/5/15 min)", load)
+      out("viewers wanted", cell[1, col["conns_wanted"]])
+      out("viewers open", open)
+      out("viewers failed", cell[1, col["conns_failed"]])
+      out("viewers refused", cell[1, col["conns_refused"]])
+      out("viewers dropped (all steps)", 0 + cell[1, col["conns_dropped"]] + (rows >= steps ? cell[steps - 1, col["conns_dropped"]] + cell[steps, col["conns_dropped"]] : 0))
+      ms = cell[1, col["connect_ms"]]
+      out("connect ramp s", sprintf("%.1f", ms / 1000))
+      out("connects/s", ms > 0 ? sprintf("%.0f", open / (ms / 1000)) : "-")
+      out("node CPU per connect us", cell[1, col["connect_node_cpu_us"]])
+      out("nodes RSS per viewer B (above 0 viewers)", num(cell[1, col["mem_per_conn_idle_kib"]]) ? sprintf("%.0f", cell[1, col["mem_per_conn_idle_kib"]] * 1024) : "-")
+      for (n = 1; n <= nodes; n++) if (("node" n "_rss_bytes") in col) rss += cell[1, col["node" n "_rss_bytes"]]
+      out("nodes RSS MiB (whole)", sprintf("%.0f", rss / 1048576))
+      out("loadgen RSS per viewer B (whole)", per(lg, open))
+      out("loadgen RSS MiB (whole)", sprintf("%.0f", lg / 1048576))
+      slab = (h[1] - b[1]) * 1024; unrec = (h[2] - b[2]) * 1024; tcp = (h[3] - b[3]) * 4096
+      out("kernel Slab per viewer B (both ends)", per(slab, open))
+      out("kernel SUnreclaim per viewer B (both ends)", per(unrec, open))
+      out("kernel TCP mem per viewer B (both ends)", per(tcp, open))
+      out("kernel per socket end B (Slab+TCP)/2, est.", per((slab + tcp) / 2, open))
+      out("MemAvailable at hold GiB", sprintf("%.2f", h[4] / 1048576))
+      out("idle: nodes CPU % of a core", cell[1, col["nodes_cpu_pct"]])
+      out("idle: nodes CPU us per viewer-second", num(cell[1, col["nodes_cpu_pct"]]) && open > 0 ? sprintf("%.3f", cell[1, col["nodes_cpu_pct"]] / 100 / open * 1e6) : "-")
+      split(e1 " " e2, ev, " ")
+      for (j = 1; j <= 2; j++) {
+        r = k + j; ok = rows >= r
+        out(ev[j] " ev/s: events/s measured", ok ? cell[r, col["events_per_sec"]] : "-")
+        out(ev[j] " ev/s: delivery %", ok ? cell[r, col["delivery_pct"]] : "-")
+        out(ev[j] " ev/s: p99 ms", ok ? cell[r, col["latency_p99_ms"]] : "-")
+        out(ev[j] " ev/s: nodes CPU %", ok ? cell[r, col["nodes_cpu_pct"]] : "-")
+        out(ev[j] " ev/s: generator saturated", ok ? cell[r, col["generator_saturated"]] : "-")
+      }
+    }' "$dir/ramp.csv" >"$OUT/run-$1.tsv"
+}
+
+echo "million: CONNS=$CONNS POSTS=$POSTS NODES=$NODES (fanout-svc on CPU 0), $workers loadgen workers of $LOADGEN_PER_WORKER," \
+  "connect rate $LOADGEN_MAX_CONNECT_RATE/s, sources $LOADGEN_SOURCES; steps at $idle_rate (idle) x$factor up to ${events[*]} events/s" \
+  "($r1 likes/s and up), WARMUP $WARMUP, WINDOW $WINDOW; output under $OUT" >&2
+for n in $(seq "$RUNS"); do run "$n"; done
+
+# The table: a row per figure, a column per run, then the median over the runs.
+files=()
+for n in $(seq "$RUNS"); do files+=("$OUT/run-$n.tsv"); done
+awk -F'\t' -v runs="$RUNS" '
+  FNR == 1 { f++ }
+  { if (f == 1) name[++rows] = $1; v[FNR, f] = $2 }
+  END {
+    head = sprintf("%-46s", "figure"); for (r = 1; r <= runs; r++) head = head sprintf(" %14s", "run " r)
+    if (runs > 1) head = head sprintf(" %14s", "median"); print head
+    for (i = 1; i <= rows; i++) {
+      line = sprintf("%-46s", name[i]); m = 0; numeric = 1
+      for (r = 1; r <= runs; r++) { line = line sprintf(" %14s", v[i, r]); if (v[i, r] !~ /^-?[0-9.]+$/) numeric = 0; else x[++m] = v[i, r] + 0 }
+      if (runs > 1) {
+        if (numeric) { for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++) if (x[b] < x[a]) { t = x[a]; x[a] = x[b]; x[b] = t }
+          med = x[int((m + 1) / 2)] } else med = "-"
+        line = line sprintf(" %14s", med)
+      }
+      print line
+    }
+  }' "${files[@]}" | tee "$OUT/table.txt"
