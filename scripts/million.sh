@@ -149,7 +149,7 @@ run() {
     -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" '
     function out(name, v) { printf "%s\t%s\n", name, v }
     function num(v) { return v != "" && v != "-" && v !~ /NaN/ }
-    function per(bytes, n) { return n > 0 ? sprintf("%.0f", bytes / n) : "-" }
+    function per(bytes, n) { return n > 0 ? sprintf("%.0f", bytes / n) + 0 : "-" } # + 0: no "-0"
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     { rows = NR - 1; for (i = 1; i <= NF; i++) cell[rows, i] = $i }
     END {
@@ -175,6 +175,7 @@ run() {
       out("kernel SUnreclaim per viewer B (both ends)", per(unrec, open))
       out("kernel TCP mem per viewer B (both ends)", per(tcp, open))
       out("kernel per socket end B (Slab+TCP)/2, est.", per((slab + tcp) / 2, open))
+      out("MemAvailable before the ramp GiB", sprintf("%.2f", b[4] / 1048576))
       out("MemAvailable at hold GiB", sprintf("%.2f", h[4] / 1048576))
       out("idle: nodes CPU % of a core", cell[1, col["nodes_cpu_pct"]])
       out("idle: nodes CPU us per viewer-second", num(cell[1, col["nodes_cpu_pct"]]) && open > 0 ? sprintf("%.3f", cell[1, col["nodes_cpu_pct"]] / 100 / open * 1e6) : "-")
