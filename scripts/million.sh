@@ -17,7 +17,7 @@
 # read before the ramp and at the hold (after the idle step), over the viewers open; both ends of
 # every socket are on this machine, so the per-end figure is an estimate: half of it. loadgen's
 # memory per viewer is its processes' RSS (coordinator and workers, whole) at the hold over the
-# viewers open. Free memory is MemAvailable at the hold.
+# viewers open. Free memory is MemAvailable before the ramp and at the hold.
 #
 # Not yet measured (issue 37's other phases): one post of 100,000 viewers liked once, a node
 # killed with 20,000 viewers, write-path isolation (the writer's likes per CPU-second while the
