@@ -2,18 +2,21 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/testkit/poll"
 	"github.com/likes/likes/testkit/redistest"
 )
 
 // TestAckReplicasWaitsForAReplica runs a writer with REDIS_ACK_REPLICAS=1 on a primary with one
 // replica. A like is answered 200 only once the replica has it: it reads back there at once. With
-// the replica stopped, a like is answered 503 with Retry-After within the request timeout and
-// stays on the primary; once the replica is back, the retried like is answered 200 and counts
+// the replica stopped, a like is answered 503 with Retry-After within the request timeout, marked
+// "unconfirmed" (applied on the primary, which no other 503 is), and stays on the primary; once the replica is back, the retried like is answered 200 and counts
 // once.
 func TestAckReplicasWaitsForAReplica(t *testing.T) {
 	const timeout = 500 * time.Millisecond
@@ -33,8 +36,8 @@ func TestAckReplicasWaitsForAReplica(t *testing.T) {
 	if took := time.Since(start); took > timeout+time.Second {
 		t.Errorf("like with the replica down took %s; want within the %s request timeout", took, timeout)
 	}
-	if got.Status != http.StatusServiceUnavailable || got.Header.Get("Retry-After") == "" || got.Body["error"] == nil {
-		t.Errorf("like with the replica down: %d %v %s; want 503 JSON with Retry-After", got.Status, got.Header, got.Raw)
+	if got.Status != http.StatusServiceUnavailable || got.Header.Get("Retry-After") == "" || got.Body["error"] == nil || got.Body["unconfirmed"] != true {
+		t.Errorf("like with the replica down: %d %v %s; want 503 JSON with Retry-After, marked unconfirmed", got.Status, got.Header, got.Raw)
 	}
 	if n := w.RDB.Exists(ctx, keys.User("p", "bob")).Val(); n != 1 {
 		t.Error("the unconfirmed like is not on the primary")
@@ -48,5 +51,54 @@ func TestAckReplicasWaitsForAReplica(t *testing.T) {
 	wantLike(t, w.like(t, "p", "bob"), "p", 2, false) // the retry: stored already, counted once
 	if n := w.count(t, "p"); n != 2 {
 		t.Errorf("count %d after the retry; want 2", n)
+	}
+}
+
+// TestAckAllWaitsForEveryReplicaTheSentinelsDoNotCallDown runs a writer with
+// REDIS_ACK_REPLICAS=all on a primary with two replicas and three Sentinels. A like is answered
+// 200 only once both replicas have it. With a replica frozen (SIGSTOP: it holds its connections
+// but confirms nothing, as a replica across a partition), likes get 503 "unconfirmed" until a
+// majority of the Sentinels call it down, and 200 after, confirmed by the other replica.
+func TestAckAllWaitsForEveryReplicaTheSentinelsDoNotCallDown(t *testing.T) {
+	s := redistest.StartSentinel(t, 2)
+	w := serveWriter(t, trustHeader, "--redis-url", "redis://127.0.0.1:1/0", "--request-timeout", "2s",
+		"--redis-sentinel-addrs", s.AddrList(), "--redis-sentinel-master", s.Master, "--redis-ack-replicas", "all")
+	w.Redis = s.Primary()
+	w.RDB = w.Redis.Client(t)
+	ctx := context.Background()
+	wantLike(t, w.like(t, "p", "alice"), "p", 1, true)
+	for _, r := range s.Nodes[1:] {
+		if n := r.Client(t).Exists(ctx, keys.User("p", "alice")).Val(); n != 1 {
+			t.Errorf("like answered 200 before replica %s had it", r.Addr)
+		}
+	}
+	frozen := s.Nodes[2]
+	frozen.Signal(syscall.SIGSTOP)
+	defer frozen.Signal(syscall.SIGCONT)
+	got := w.like(t, "p", "bob")
+	if got.Status != http.StatusServiceUnavailable || got.Body["unconfirmed"] != true {
+		t.Errorf("like with a replica frozen, before the Sentinels call it down: %d %s; want 503 unconfirmed", got.Status, got.Raw)
+	}
+	poll.Until(t, 15*time.Second, "a like acknowledged once the Sentinels call the frozen replica down", func() bool {
+		return w.like(t, "p", "carol").Status == http.StatusOK
+	})
+	if n := s.Nodes[1].Client(t).Exists(ctx, keys.User("p", "carol")).Val(); n != 1 {
+		t.Error("like answered 200 before the replica that is up had it")
+	}
+}
+
+// TestAckAllNeedsSentinel: "all" asks the Sentinels, so it is refused without them; a number or
+// "all" is all REDIS_ACK_REPLICAS takes.
+func TestAckAllNeedsSentinel(t *testing.T) {
+	env := func(string) string { return "" }
+	if _, err := loadConfig([]string{"writer-svc", "--redis-ack-replicas", "all"}, env, io.Discard); err == nil {
+		t.Error(`"all" without Sentinel: no error`)
+	}
+	if _, err := loadConfig([]string{"writer-svc", "--redis-ack-replicas", "most"}, env, io.Discard); err == nil {
+		t.Error(`"most": no error`)
+	}
+	cfg, err := loadConfig([]string{"writer-svc", "--redis-ack-replicas", "all", "--redis-sentinel-addrs", "127.0.0.1:26379"}, env, io.Discard)
+	if err != nil || !cfg.AckAll {
+		t.Errorf(`"all" with Sentinel: AckAll %v, %v; want true`, cfg.AckAll, err)
 	}
 }

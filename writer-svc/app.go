@@ -14,6 +14,7 @@ import (
 
 	"github.com/likes/likes/pkg/redisconn"
 	"github.com/likes/likes/pkg/rediskeys"
+	"github.com/likes/likes/writer-svc/internal/ackquorum"
 	"github.com/likes/likes/writer-svc/internal/auth"
 	"github.com/likes/likes/writer-svc/internal/batch"
 	"github.com/likes/likes/writer-svc/internal/likeapi"
@@ -39,6 +40,9 @@ type app struct {
 	stopNames func()
 	// stopClock stops the measurement of Redis' clock (redisclock).
 	stopClock func()
+	// stopQuorum stops asking the Sentinels which replicas are down (ackquorum; REDIS_ACK_REPLICAS
+	// all), and closes its clients; nil when not asked.
+	stopQuorum func()
 }
 
 // newApp builds the writer from cfg. Anything started in the background (the JWKS refresh, the
@@ -55,8 +59,15 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	clock := redisclock.New(rdb, redisclock.Options{MaxUncertainty: cfg.ClockUncertaintyMax})
 	a.stopClock = clock.Start(ctx)
 	keys := rediskeys.New(cfg.Redis.KeyPrefix)
+	var acks func() int
+	if cfg.AckAll {
+		if acks, err = a.startQuorum(ctx, cfg); err != nil {
+			a.close()
+			return nil, err
+		}
+	}
 	a.store = store.New(rdb, keys, store.Options{
-		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, IndexGrace: indexGrace(cfg),
+		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, Acks: acks, IndexGrace: indexGrace(cfg),
 		ReactionInterval: cfg.ReactionInterval, TimelineRetention: cfg.TimelineRetention,
 		ClockOffset: clock.Offset,
 	})
@@ -178,6 +189,9 @@ func newSessionHandler(cfg Config, issuer *session.Issuer, rdb redis.UniversalCl
 func (a *app) close() error {
 	a.stopNames()
 	a.stopClock()
+	if a.stopQuorum != nil {
+		a.stopQuorum()
+	}
 	if a.changes != nil {
 		a.changes.Close()
 	}
@@ -185,6 +199,24 @@ func (a *app) close() error {
 		a.sessions.Close()
 	}
 	return a.rdb.Close()
+}
+
+// startQuorum starts asking the Sentinels which replicas are down, for REDIS_ACK_REPLICAS=all,
+// and returns how many replicas a batch then waits for.
+func (a *app) startQuorum(ctx context.Context, cfg Config) (func() int, error) {
+	sentinels, master, err := redisconn.NewSentinels(cfg.Redis)
+	if err != nil {
+		return nil, err
+	}
+	q := ackquorum.New(sentinels, master, ackquorum.Options{})
+	stop := q.Start(ctx)
+	a.stopQuorum = func() {
+		stop()
+		for _, s := range sentinels {
+			_ = s.Close()
+		}
+	}
+	return q.Replicas, nil
 }
 
 // warmUp checks Redis and loads the scripts. Failure is logged, not fatal: the writer starts

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/likes/likes/pkg/clientip"
@@ -30,6 +31,9 @@ type Config struct {
 	BatchWindow    time.Duration
 	BatchSize      int
 	AckReplicas    int
+	// AckAll (REDIS_ACK_REPLICAS=all, Sentinel only) waits for every replica that a majority of
+	// the Sentinels does not call down (package ackquorum), in place of a fixed AckReplicas.
+	AckAll bool
 	// ReactionKinds are the reactions POST /react/{postID}/{kind} takes; a user may react to a
 	// post once per ReactionInterval.
 	ReactionKinds    []string
@@ -160,7 +164,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, refreshRate, sessionRate, sessionSecret, benchKeyFile, kinds string
+	var ackReplicas, likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, refreshRate, sessionRate, sessionSecret, benchKeyFile, kinds string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -177,7 +181,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Duration(&c.BatchWindow, "batch-window", "BATCH_WINDOW", 0, "how long a post's next batch of likes may wait to fill after the call for that post returns (0: it leaves at once); a like of a quiet post (no call in flight or within this window) never waits; 10ms makes clients that like in step go in full batches")
 	set.Int(&c.BatchSize, "batch-size", "BATCH_SIZE", 256, fmt.Sprintf("most likes and unlikes of one post in one Redis script call, 1 to %d; a post's queue holds 4 batches, beyond which likes get 503", store.MaxBatch))
 	set.Duration(&c.ClockUncertaintyMax, "clock-uncertainty-max", "CLOCK_UNCERTAINTY_MAX", redisclock.DefaultMaxUncertainty, "how far off the measured offset of Redis' clock from this writer's may be (half the shortest TIME round trip) before likes, unlikes, reactions and erasures get 503 with Retry-After; so do they while the offset is unmeasured for 15s (Redis unreachable). The default is the like script's 25ms margin, within which a like answered 503 can never be stored later")
-	set.Int(&c.AckReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", 0, "replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After, the like stays on the primary and a retry counts once. Meant to be 1 when the topology has replicas; 0 answers once the primary has it")
+	set.String(&ackReplicas, "redis-ack-replicas", "REDIS_ACK_REPLICAS", "0", `replicas that must confirm a batch of likes (WAIT, bounded by the request timeout) before they are answered; fewer: 503 with Retry-After and "unconfirmed": true, the like stays on the primary and a retry counts once. "all" (with Sentinel): every replica that a majority of the Sentinels does not call down, the setting that loses no acknowledged like in a partition; a number N: N replicas; 0 answers once the primary has it`)
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
 	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", store.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
 	set.Duration(&c.TimelineRetention, "timeline-retention", "TIMELINE_RETENTION", defaultTimelineRetention, "how long each minute of a post's likes and reactions per second is kept for GET /posts/{postID}/timeline (0: no timeline)")
@@ -213,6 +217,12 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	}
 	if err := set.Parse(args); err != nil {
 		return Config{}, err
+	}
+	var err error
+	if ackReplicas == "all" {
+		c.AckAll = true
+	} else if c.AckReplicas, err = strconv.Atoi(ackReplicas); err != nil {
+		return Config{}, fmt.Errorf("redis ack replicas %q: want a number or \"all\"", ackReplicas)
 	}
 	rate, err := ratelimit.ParseRate(likeRate)
 	if err != nil {
@@ -280,6 +290,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("clock uncertainty max %s must be positive", c.ClockUncertaintyMax)
 	case c.AckReplicas < 0:
 		return fmt.Errorf("ack replicas %d must not be negative", c.AckReplicas)
+	case c.AckAll && !c.Redis.Sentinel():
+		return errors.New(`REDIS_ACK_REPLICAS "all" needs Sentinel (REDIS_SENTINEL_ADDRS): it asks the Sentinels which replicas are down`)
 	case c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout <= c.RequestTimeout:
 		return fmt.Errorf("write timeout %s must exceed the request timeout %s", c.Serve.WriteTimeout, c.RequestTimeout)
 	case c.Redis.Cluster() && c.Serve.WriteTimeout > 0 && c.Serve.WriteTimeout < minClusterWriteTimeout(c):

@@ -297,8 +297,8 @@ func TestComposeServicesFindRedisThroughSentinels(t *testing.T) {
 			}
 		}
 	}
-	if got := serviceEnv(p.Services["writer-svc"], "REDIS_ACK_REPLICAS"); got != "1" {
-		t.Errorf("writer-svc REDIS_ACK_REPLICAS = %q; want 1 of the %d replicas, so that one can be lost while likes are acknowledged", got, len(r.nodes)-1)
+	if got := serviceEnv(p.Services["writer-svc"], "REDIS_ACK_REPLICAS"); got != "all" {
+		t.Errorf("writer-svc REDIS_ACK_REPLICAS = %q; want all of the %d replicas that the Sentinels do not call down, so that neither a lost node nor a partition loses an acknowledged like", got, len(r.nodes)-1)
 	}
 	lg := p.Services["loadgen"]
 	if got, want := serviceEnv(lg, "LOADGEN_REDIS_SENTINEL_ADDRS"), serviceEnv(p.Services["writer-svc"], "REDIS_SENTINEL_ADDRS"); got != want || got == "" {

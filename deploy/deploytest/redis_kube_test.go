@@ -164,8 +164,8 @@ func TestKubeRedisTopology(t *testing.T) {
 	}
 	checkKubeDataPods(t, data)
 	checkKubeSentinelPods(t, sentinel)
-	if got := objs.configMaps["writer-svc"].Data["REDIS_ACK_REPLICAS"]; got != "1" {
-		t.Errorf("writer-svc REDIS_ACK_REPLICAS %q; want 1 of the %d replicas", got, *data.sts.Spec.Replicas-1)
+	if got := objs.configMaps["writer-svc"].Data["REDIS_ACK_REPLICAS"]; got != "all" {
+		t.Errorf("writer-svc REDIS_ACK_REPLICAS %q; want all (of the %d replicas, those the Sentinels do not call down)", got, *data.sts.Spec.Replicas-1)
 	}
 }
 

@@ -28,7 +28,7 @@ var nodeArgs = []string{"--appendonly", "yes", "--appendfsync", "everysec", "--s
 const (
 	master      = "mymaster"
 	sentinelCfg = "sentinel monitor %s %s 6379 2\n" +
-		"sentinel down-after-milliseconds %[1]s 1000\n" +
+		"sentinel down-after-milliseconds %[1]s 1500\n" +
 		"sentinel failover-timeout %[1]s 2000\n" +
 		"sentinel parallel-syncs %[1]s 1\n"
 	// writerTimeout is the writer's REQUEST_TIMEOUT (its default); the clients wait longer, so
@@ -119,7 +119,7 @@ func startCluster(t *testing.T, binDir string) *cluster {
 	listen := c.writer.HostPort(8080)
 	c.start(c.writer, filepath.Join(c.dir, "writer"), []string{
 		"REDIS_SENTINEL_ADDRS=" + strings.Join(addrs, ","), "REDIS_SENTINEL_MASTER=" + master,
-		"REDIS_ACK_REPLICAS=" + ackReplicas(), "TRUST_USER_HEADER=true", "LISTEN_ADDR=" + listen,
+		"REDIS_ACK_REPLICAS=" + ackReplicas(false), "TRUST_USER_HEADER=true", "LISTEN_ADDR=" + listen,
 		"LIKE_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
 	}, bin)
 	c.client = likehistory.Client{URL: "http://" + listen, HTTP: &http.Client{Timeout: writerTimeout + 2*time.Second}}
@@ -270,11 +270,15 @@ func (c *cluster) settle() time.Duration {
 	return time.Since(start)
 }
 
-// ackReplicas is the writer's REDIS_ACK_REPLICAS: LIKES_NEMESIS_ACK_REPLICAS, 1 (the default the
-// deployment ships) when unset, so that the table's other columns can be measured.
-func ackReplicas() string {
-	if n := os.Getenv("LIKES_NEMESIS_ACK_REPLICAS"); n != "" {
+// ackReplicas is the writer's REDIS_ACK_REPLICAS: LIKES_NEMESIS_ACK_REPLICAS, or when unset what
+// the deployment ships, "all" with Sentinel and 1 on a Cluster (where "all" is not offered), so
+// that the table's other columns can be measured.
+func ackReplicas(cluster bool) string {
+	if n := os.Getenv("LIKES_NEMESIS_ACK_REPLICAS"); n != "" && (n != "all" || !cluster) {
 		return n
 	}
-	return "1"
+	if cluster {
+		return "1"
+	}
+	return "all"
 }

@@ -78,7 +78,7 @@ func startShardedCluster(t *testing.T, binDir string) *shardedCluster {
 		c.writers[i] = h
 		listen := h.HostPort(8080)
 		c.procs.start(h, filepath.Join(c.procs.dir, name), []string{
-			"REDIS_CLUSTER_ADDRS=" + strings.Join(addrs, ","), "REDIS_ACK_REPLICAS=" + ackReplicas(),
+			"REDIS_CLUSTER_ADDRS=" + strings.Join(addrs, ","), "REDIS_ACK_REPLICAS=" + ackReplicas(true),
 			"TRUST_USER_HEADER=true", "LISTEN_ADDR=" + listen,
 			"LIKE_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
 		}, bin)

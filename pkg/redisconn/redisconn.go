@@ -162,6 +162,31 @@ func newFailover(c Config, password string) *redis.Client {
 	})
 }
 
+// NewSentinels returns a client of each Sentinel, with the user, password and timeouts the failover
+// client uses for them, and the master name they monitor; nil when c is not Sentinel mode. The
+// caller closes the clients.
+func NewSentinels(c Config) (clients []*redis.SentinelClient, master string, err error) {
+	if !c.Sentinel() {
+		return nil, "", nil
+	}
+	password, err := c.password()
+	if err != nil {
+		return nil, "", err
+	}
+	master = c.SentinelMaster
+	if master == "" {
+		master = DefaultSentinelMaster
+	}
+	for _, addr := range c.SentinelAddrs {
+		clients = append(clients, redis.NewSentinelClient(&redis.Options{
+			Addr: addr, Username: c.Username, Password: password, Dialer: dialer(c.Timeout),
+			DialTimeout: c.Timeout, ReadTimeout: c.Timeout, WriteTimeout: c.Timeout,
+			PoolSize: 2, ContextTimeoutEnabled: true,
+		}))
+	}
+	return clients, master, nil
+}
+
 // password reads PasswordFile: its content without the line end that editors and `echo` add.
 func (c Config) password() (string, error) {
 	if c.PasswordFile == "" {

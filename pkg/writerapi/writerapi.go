@@ -60,3 +60,13 @@ type Erased struct {
 	UserID  string `json:"user_id"`
 	Removed int    `json:"removed"`
 }
+
+// Unconfirmed is the body of the one 503 that does not promise "not applied": a change that
+// Redis applied on its primary but that fewer replicas than REDIS_ACK_REPLICAS confirmed in time.
+// The change may stay (a read shows it; the replicas get it as they catch up) or be lost with
+// the primary if that fails over before they do. A client retries it as any 503: the dedup key
+// makes a retried like count once. Every other 503 is `{"error": ...}` alone.
+type Unconfirmed struct {
+	Error       string `json:"error"`
+	Unconfirmed bool   `json:"unconfirmed"` // always true
+}

@@ -9,7 +9,9 @@ import (
 
 // Client turns a writer's HTTP answers into Ops, so that every suite records a history the same
 // way: a 200 is OK with the answer's count, any other status a Fail (a refusal, which promises
-// the change was not applied), and no answer (a transport error or a timeout) Unknown.
+// the change was not applied), and no answer (a transport error or a timeout) Unknown, as is a
+// 503 marked unconfirmed (writerapi.Unconfirmed: applied on the primary, which may keep or lose
+// it).
 type Client struct {
 	URL  string       // the writer's base URL
 	HTTP *http.Client // its Timeout should exceed the writer's request timeout, so a 503 is seen as one
@@ -66,6 +68,12 @@ func (c Client) do(method, path, user string, reply any) Outcome {
 		return Unknown
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		var body writerapi.Unconfirmed
+		if json.NewDecoder(resp.Body).Decode(&body) == nil && body.Unconfirmed {
+			return Unknown
+		}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return Fail
 	}

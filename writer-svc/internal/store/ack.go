@@ -23,7 +23,16 @@ var ErrNotReplicated = errors.New("like not confirmed by enough replicas")
 // Settled).
 const waitLate = 100 * time.Millisecond
 
-// runAcked runs the script and then WAIT AckReplicas on the same connection, in one round trip
+// replicasToAck is how many replicas must confirm the next batch: Options.Acks's answer when
+// set, else AckReplicas.
+func (s *Store) replicasToAck() int {
+	if s.ackFn != nil {
+		return s.ackFn()
+	}
+	return s.acks
+}
+
+// runAcked runs the script and then WAIT acks on the same connection, in one round trip
 // (a pipeline). WAIT counts the replicas that have this connection's last write, so it must
 // follow the script on its connection; on a Cluster the pipeline therefore goes to a node client
 // (primary: see primaryFor), because the cluster client would send a keyless WAIT to any node. A
@@ -33,15 +42,15 @@ const waitLate = 100 * time.Millisecond
 // for the connection's earlier writes, which they have. WAIT gives up waitLate before the
 // script's cutoff (the batch's deadline less ClockSkew), and as early before the client's read
 // timeout, which bounds the whole pipeline's reply.
-func (s *Store) runAcked(ctx context.Context, primary *redis.Client, asking bool, keys []string, args []any, cutoff time.Time) ([]any, error) {
+func (s *Store) runAcked(ctx context.Context, primary *redis.Client, asking bool, keys []string, args []any, cutoff time.Time, acks int) ([]any, error) {
 	wait := time.Until(cutoff) - waitLate
 	if rt := primary.Options().ReadTimeout; rt > 0 {
 		wait = min(wait, rt-waitLate)
 	}
 	wait = max(wait, time.Millisecond) // WAIT with timeout 0 would block for ever
-	eval, acked := evalAndWait(ctx, primary, changeScript.EvalSha, keys, args, s.acks, wait, asking)
+	eval, acked := evalAndWait(ctx, primary, changeScript.EvalSha, keys, args, acks, wait, asking)
 	if redis.HasErrorPrefix(eval.Err(), "NOSCRIPT") || errors.Is(eval.Err(), redis.ErrNoScript) {
-		eval, acked = evalAndWait(ctx, primary, changeScript.Eval, keys, args, s.acks, wait, asking)
+		eval, acked = evalAndWait(ctx, primary, changeScript.Eval, keys, args, acks, wait, asking)
 	}
 	reply, err := eval.Slice()
 	if err != nil {
@@ -52,8 +61,8 @@ func (s *Store) runAcked(ctx context.Context, primary *redis.Client, asking bool
 	if err != nil {
 		return nil, fmt.Errorf("%w: wait: %w", ErrNotReplicated, err)
 	}
-	if n < int64(s.acks) {
-		return nil, fmt.Errorf("%w: %d of %d replicas within %s", ErrNotReplicated, n, s.acks, wait.Round(time.Millisecond))
+	if n < int64(acks) {
+		return nil, fmt.Errorf("%w: %d of %d replicas within %s", ErrNotReplicated, n, acks, wait.Round(time.Millisecond))
 	}
 	return reply, nil
 }

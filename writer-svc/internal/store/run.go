@@ -22,13 +22,13 @@ func (s *Store) run(ctx context.Context, keys []string, args []any, cutoff time.
 	for attempt := 0; ; attempt++ {
 		var reply []any
 		var err error
-		if s.acks > 0 {
+		if acks := s.replicasToAck(); acks > 0 {
 			if node == nil {
 				if node, err = s.primaryFor(ctx, keys[0], to.addr); err != nil {
 					return nil, err
 				}
 			}
-			reply, err = s.runAcked(ctx, node, to.asking && node.Options().Addr == to.addr, keys, args, cutoff)
+			reply, err = s.runAcked(ctx, node, to.asking && node.Options().Addr == to.addr, keys, args, cutoff, acks)
 		} else {
 			reply, err = changeScript.Run(ctx, s.rdb, keys, args...).Slice()
 		}

@@ -69,6 +69,7 @@ type Store struct {
 	publish string
 	cluster bool // the users' indexes live in other slots: kept from outside the script
 	acks    int
+	ackFn   func() int // when set, asked per batch in place of acks
 	grace   time.Duration
 	every   time.Duration // a user's reactions to one post: at most one per every
 	chunks  chunkCache
@@ -85,6 +86,9 @@ type Options struct {
 	// AckReplicas is how many replicas must confirm a batch (WAIT) before its changes are
 	// answered; 0 answers once the primary has them. See ack.go.
 	AckReplicas int
+	// Acks, when set, is asked before each batch in place of AckReplicas (ackquorum.Quorum's
+	// Replicas: every replica a majority of the Sentinels does not call down).
+	Acks func() int
 	// IndexGrace bounds how long a like may still land after its user's index entry was written
 	// (the longest a like request may take, plus margin): on a Cluster an index entry of a post
 	// the user does not like is removed only once it is older (clusterindex.go). 0 means
@@ -123,7 +127,7 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options) *Store {
 	if o.ReactionInterval <= 0 {
 		o.ReactionInterval = DefaultReactionInterval
 	}
-	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, grace: o.IndexGrace,
+	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, ackFn: o.Acks, grace: o.IndexGrace,
 		every: o.ReactionInterval, offset: o.ClockOffset, keep: int64(o.TimelineRetention / time.Second)}
 }
 

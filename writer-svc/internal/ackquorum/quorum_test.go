@@ -1,0 +1,107 @@
+package ackquorum
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/likes/likes/testkit/poll"
+	"github.com/likes/likes/testkit/redistest"
+)
+
+// TestReplicasLeavesOutOnlyWhatAMajorityCallsDown: the count is every listed replica less those a
+// majority of all the Sentinels call down; a writer that hears from a minority waits for as many
+// as a majority last listed; stale answers count as no answer.
+func TestReplicasLeavesOutOnlyWhatAMajorityCallsDown(t *testing.T) {
+	clock := time.Now()
+	q := New(make([]*redis.SentinelClient, 3), "mymaster", Options{Every: time.Second})
+	q.now = func() time.Time { return clock }
+	see := func(i int, down map[string]bool) { q.views[i] = view{at: clock, primary: "p:6379", down: down} }
+	if n := q.Replicas(); n != 1 {
+		t.Errorf("before any answer: %d; want 1", n)
+	}
+	up := map[string]bool{"r1": false, "r2": false}
+	see(0, up)
+	see(1, up)
+	if n := q.Replicas(); n != 2 {
+		t.Errorf("two of three list two replicas up: %d; want 2", n)
+	}
+	oneDown := map[string]bool{"r1": false, "r2": true}
+	see(0, oneDown)
+	if n := q.Replicas(); n != 2 {
+		t.Errorf("one Sentinel of three calls r2 down: %d; want 2", n)
+	}
+	see(1, oneDown)
+	if n := q.Replicas(); n != 1 {
+		t.Errorf("two of three call r2 down: %d; want 1", n)
+	}
+	// The minority side of a partition: one Sentinel answers, and calls the far replica down.
+	clock = clock.Add(10 * time.Second)
+	see(0, oneDown)
+	q.listed = 2
+	if n := q.Replicas(); n != 2 {
+		t.Errorf("one Sentinel of three answers: %d; want the 2 a majority last listed", n)
+	}
+}
+
+// TestOldPrimaryIsWaitedFor: once a majority names a new primary, the old one, listed as a replica
+// and called down, still counts for OldPrimary (a writer beside it could otherwise have its writes
+// confirmed by its last replica), unless it is seen up; a replica that was never the primary is
+// left out as soon as a majority calls it down.
+func TestOldPrimaryIsWaitedFor(t *testing.T) {
+	clock := time.Now()
+	q := New(make([]*redis.SentinelClient, 3), "mymaster", Options{Every: time.Second, OldPrimary: 10 * time.Second})
+	q.now = func() time.Time { return clock }
+	see := func(primary string, down map[string]bool) {
+		for i := range 2 {
+			q.views[i] = view{at: clock, primary: primary, down: down}
+		}
+	}
+	see("a:6379", map[string]bool{"b:6379": false, "c:6379": false})
+	if n := q.Replicas(); n != 2 {
+		t.Fatalf("before the failover: %d; want 2", n)
+	}
+	see("c:6379", map[string]bool{"a:6379": true, "b:6379": false})
+	if n := q.Replicas(); n != 2 {
+		t.Errorf("after the failover, the old primary down: %d; want 2 (it is waited for)", n)
+	}
+	clock = clock.Add(11 * time.Second)
+	see("c:6379", map[string]bool{"a:6379": true, "b:6379": false})
+	if n := q.Replicas(); n != 1 {
+		t.Errorf("the old primary down past OldPrimary: %d; want 1", n)
+	}
+	see("c:6379", map[string]bool{"a:6379": false, "b:6379": true})
+	if n := q.Replicas(); n != 1 {
+		t.Errorf("a replica that was never primary called down: %d; want 1", n)
+	}
+	for i := range 2 { // the two Sentinels that answer disagree on the primary: no majority view
+		q.views[i] = view{at: clock, primary: []string{"a:6379", "c:6379"}[i], down: map[string]bool{"a:6379": false, "b:6379": true}}
+	}
+	if n := q.Replicas(); n != 2 {
+		t.Errorf("no majority naming one primary: %d; want the 2 listed last", n)
+	}
+}
+
+// TestReplicaKilledLeavesTheCountOnceTheSentinelsAgree: with a primary, two replicas and three
+// real Sentinels, a batch waits for both replicas; once one is killed and the Sentinels call it
+// down, for the other alone; and for both again once it is back.
+func TestReplicaKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
+	sn := redistest.StartSentinel(t, 2)
+	var clients []*redis.SentinelClient
+	for _, addr := range sn.SentinelAddrs() {
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	q := New(clients, sn.Master, Options{Every: 100 * time.Millisecond})
+	stop := q.Start(context.Background())
+	defer stop()
+	poll.Until(t, 10*time.Second, "both replicas to be waited for", func() bool { return q.Replicas() == 2 })
+	victim := sn.Nodes[2]
+	victim.Kill()
+	poll.Until(t, 15*time.Second, "the killed replica left out once the Sentinels call it down", func() bool { return q.Replicas() == 1 })
+	victim.Restart()
+	poll.Until(t, 15*time.Second, "the replica waited for again once back", func() bool { return q.Replicas() == 2 })
+}
