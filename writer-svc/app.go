@@ -208,7 +208,7 @@ func (a *app) startQuorum(ctx context.Context, cfg Config) (func() int, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := ackquorum.New(sentinels, master, ackquorum.Options{})
+	q := ackquorum.New(sentinels, master, a.rdb, ackquorum.Options{})
 	stop := q.Start(ctx)
 	a.stopQuorum = func() {
 		stop()

@@ -2,7 +2,6 @@ package ackquorum
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -17,29 +16,20 @@ type Options struct {
 	// Fresh is how long an answer counts (3 x Every): a Sentinel silent longer counts as not
 	// reachable.
 	Fresh time.Duration
-	// OldPrimary is how long a primary that the Sentinels replaced is waited for even while they
-	// call it down (DefaultOldPrimary).
-	OldPrimary time.Duration
 }
-
-// DefaultOldPrimary covers the time Sentinel takes to turn an old primary that comes back into a
-// replica: it waits four hello periods (8 s at Redis's default 2 s) first. Until then the old
-// primary may still take writes from a writer that has not followed the failover, and its
-// remaining replica could confirm them: a batch waits for it too, so it can confirm nothing.
-const DefaultOldPrimary = 10 * time.Second
 
 // Quorum asks the Sentinels for the primary's replicas and tells how many must confirm a batch.
 type Quorum struct {
 	sentinels []*redis.SentinelClient
+	node      redis.Cmdable // the writer's own client: which node its batches reach
 	master    string
 	o         Options
 	now       func() time.Time
 
-	mu      sync.Mutex
-	views   []view               // by Sentinel
-	listed  int                  // replicas listed at the last count a majority answered (0: none yet)
-	primary string               // the primary a majority named last ("" : none yet)
-	old     map[string]time.Time // primaries a majority replaced, waited for until then
+	mu     sync.Mutex
+	views  []view // by Sentinel
+	listed int    // replicas listed at the last count a majority answered (0: none yet)
+	runID  string // the run id of the node the writer's client reached at the last poll
 }
 
 // view is one Sentinel's last answer: each replica it lists, and whether it calls it down or
@@ -47,28 +37,30 @@ type Quorum struct {
 // confirm a like until it has caught up).
 type view struct {
 	at      time.Time
-	primary string // host:port
+	primary string // the run id of the primary it names
 	down    map[string]bool
 }
 
-// New returns a Quorum over sentinels, which watch master; Start starts asking them.
-func New(sentinels []*redis.SentinelClient, master string, o Options) *Quorum {
+// New returns a Quorum over sentinels, which watch master, for the writer whose client to the
+// primary is node; Start starts asking them.
+func New(sentinels []*redis.SentinelClient, master string, node redis.Cmdable, o Options) *Quorum {
 	if o.Every <= 0 {
 		o.Every = 500 * time.Millisecond
 	}
 	if o.Fresh <= 0 {
 		o.Fresh = 3 * o.Every
 	}
-	if o.OldPrimary <= 0 {
-		o.OldPrimary = DefaultOldPrimary
-	}
-	return &Quorum{sentinels: sentinels, master: master, o: o, now: time.Now, views: make([]view, len(sentinels)), old: map[string]time.Time{}}
+	return &Quorum{sentinels: sentinels, node: node, master: master, o: o, now: time.Now, views: make([]view, len(sentinels))}
 }
 
 // Replicas is how many replicas must confirm a batch now: those listed by the Sentinels that
 // answered lately, less those a majority of all the Sentinels call down, when a majority
-// answered and agrees on the primary; otherwise as many as were listed when a majority last did.
-// A primary the majority replaced lately is never left out (OldPrimary). At least 1.
+// answered and names as the primary the node this writer's client reaches; otherwise as many as
+// were listed when a majority last did. The second condition covers a writer still on an old
+// primary that the Sentinels replaced (a partition just healed: Sentinel turns an old primary into
+// a replica only after four hello periods, 8 s by default): the majority calls that node down as
+// a replica of the new primary, and without it its last replica alone would confirm writes that
+// the failover has already discarded. At least 1.
 func (q *Quorum) Replicas() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -100,21 +92,13 @@ func (q *Quorum) Replicas() int {
 	if answered < majority || primary == "" {
 		return max(q.listed, 1)
 	}
-	if q.primary != "" && q.primary != primary {
-		q.old[q.primary] = now.Add(q.o.OldPrimary)
-	}
-	q.primary = primary
 	q.listed = len(listed)
+	if primary != q.runID {
+		return max(q.listed, 1)
+	}
 	up := 0
-	for name, downs := range listed {
-		until, old := q.old[name]
-		switch {
-		case old && !now.Before(until):
-			delete(q.old, name)
-		case old && downs == 0:
-			delete(q.old, name) // a replica now, and up: waited for as any other
-		}
-		if downs < majority || (old && now.Before(until)) {
+	for _, downs := range listed {
+		if downs < majority {
 			up++
 		}
 	}
@@ -143,24 +127,36 @@ func (q *Quorum) Start(ctx context.Context) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// poll asks every Sentinel at once, each within Every, and keeps the answers.
+// poll asks every Sentinel at once, and the writer's node its run id, each within Every, and
+// keeps the answers.
 func (q *Quorum) poll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, q.o.Every)
 	defer cancel()
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // returns within the poll's timeout
+		defer wg.Done()
+		id := ""
+		if info, err := q.node.Info(ctx, "server").Result(); err == nil {
+			id = field(info, "run_id")
+		}
+		q.mu.Lock()
+		q.runID = id
+		q.mu.Unlock()
+	}()
 	for i, s := range q.sentinels {
 		wg.Add(1)
 		go func() { // returns within the poll's timeout
 			defer wg.Done()
-			primary, err := s.GetMasterAddrByName(ctx, q.master).Result()
-			if err != nil || len(primary) != 2 {
+			primary, err := s.Master(ctx, q.master).Result()
+			if err != nil || primary["runid"] == "" {
 				return
 			}
 			replicas, err := s.Replicas(ctx, q.master).Result()
 			if err != nil {
 				return
 			}
-			v := view{at: q.now(), primary: net.JoinHostPort(primary[0], primary[1]), down: make(map[string]bool, len(replicas))}
+			v := view{at: q.now(), primary: primary["runid"], down: make(map[string]bool, len(replicas))}
 			for _, r := range replicas {
 				v.down[r["name"]] = calledDown(r["flags"]) || r["master-link-status"] == "err"
 			}
@@ -170,6 +166,16 @@ func (q *Quorum) poll(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// field returns the value of name in an INFO reply ("" when absent).
+func field(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // calledDown reports a Sentinel's flags of a replica that say it is down (subjectively: for

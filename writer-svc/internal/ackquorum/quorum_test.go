@@ -16,9 +16,10 @@ import (
 // as a majority last listed; stale answers count as no answer.
 func TestReplicasLeavesOutOnlyWhatAMajorityCallsDown(t *testing.T) {
 	clock := time.Now()
-	q := New(make([]*redis.SentinelClient, 3), "mymaster", Options{Every: time.Second})
+	q := New(make([]*redis.SentinelClient, 3), "mymaster", nil, Options{Every: time.Second})
 	q.now = func() time.Time { return clock }
-	see := func(i int, down map[string]bool) { q.views[i] = view{at: clock, primary: "p:6379", down: down} }
+	q.runID = "p"
+	see := func(i int, down map[string]bool) { q.views[i] = view{at: clock, primary: "p", down: down} }
 	if n := q.Replicas(); n != 1 {
 		t.Errorf("before any answer: %d; want 1", n)
 	}
@@ -46,38 +47,30 @@ func TestReplicasLeavesOutOnlyWhatAMajorityCallsDown(t *testing.T) {
 	}
 }
 
-// TestOldPrimaryIsWaitedFor: once a majority names a new primary, the old one, listed as a replica
-// and called down, still counts for OldPrimary (a writer beside it could otherwise have its writes
-// confirmed by its last replica), unless it is seen up; a replica that was never the primary is
-// left out as soon as a majority calls it down.
-func TestOldPrimaryIsWaitedFor(t *testing.T) {
+// TestWriterOnAnOldPrimaryWaitsForAll: a writer whose client still reaches a primary that the
+// majority replaced (a partition just healed) waits for every listed replica, the old primary
+// included, though the majority calls it down; once its client follows the failover, the down
+// node is left out; with no majority naming one primary, as many as were listed last.
+func TestWriterOnAnOldPrimaryWaitsForAll(t *testing.T) {
 	clock := time.Now()
-	q := New(make([]*redis.SentinelClient, 3), "mymaster", Options{Every: time.Second, OldPrimary: 10 * time.Second})
+	q := New(make([]*redis.SentinelClient, 3), "mymaster", nil, Options{Every: time.Second})
 	q.now = func() time.Time { return clock }
 	see := func(primary string, down map[string]bool) {
 		for i := range 2 {
 			q.views[i] = view{at: clock, primary: primary, down: down}
 		}
 	}
-	see("a:6379", map[string]bool{"b:6379": false, "c:6379": false})
+	q.runID = "a"
+	see("c", map[string]bool{"a": true, "b": false})
 	if n := q.Replicas(); n != 2 {
-		t.Fatalf("before the failover: %d; want 2", n)
+		t.Errorf("the writer on the old primary a, which the majority calls down: %d; want 2", n)
 	}
-	see("c:6379", map[string]bool{"a:6379": true, "b:6379": false})
-	if n := q.Replicas(); n != 2 {
-		t.Errorf("after the failover, the old primary down: %d; want 2 (it is waited for)", n)
-	}
-	clock = clock.Add(11 * time.Second)
-	see("c:6379", map[string]bool{"a:6379": true, "b:6379": false})
+	q.runID = "c"
 	if n := q.Replicas(); n != 1 {
-		t.Errorf("the old primary down past OldPrimary: %d; want 1", n)
+		t.Errorf("the writer on the new primary: %d; want 1 (a is down)", n)
 	}
-	see("c:6379", map[string]bool{"a:6379": false, "b:6379": true})
-	if n := q.Replicas(); n != 1 {
-		t.Errorf("a replica that was never primary called down: %d; want 1", n)
-	}
-	for i := range 2 { // the two Sentinels that answer disagree on the primary: no majority view
-		q.views[i] = view{at: clock, primary: []string{"a:6379", "c:6379"}[i], down: map[string]bool{"a:6379": false, "b:6379": true}}
+	for i := range 2 {
+		q.views[i] = view{at: clock, primary: []string{"a", "c"}[i], down: map[string]bool{"a": false, "b": true}}
 	}
 	if n := q.Replicas(); n != 2 {
 		t.Errorf("no majority naming one primary: %d; want the 2 listed last", n)
@@ -95,7 +88,7 @@ func TestReplicaKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)
 	}
-	q := New(clients, sn.Master, Options{Every: 100 * time.Millisecond})
+	q := New(clients, sn.Master, sn.Primary().Client(t), Options{Every: 100 * time.Millisecond})
 	stop := q.Start(context.Background())
 	defer stop()
 	poll.Until(t, 10*time.Second, "both replicas to be waited for", func() bool { return q.Replicas() == 2 })
