@@ -77,14 +77,15 @@ func dataRules(prefix string) map[string]string {
 
 // sentinelRules are the Sentinels' rules for each user that talks to them: the services find the
 // primary and follow failovers (go-redis's failover client asks these and listens to the
-// Sentinels' event channels); Monitor also checks the quorum; the Sentinels reach each other as
-// Sentinel. Nobody else may reconfigure them (SENTINEL SET, REMOVE, FAILOVER).
+// Sentinels' event channels); the writer also reads the primary's entry (SENTINEL MASTER: its run
+// id, for REDIS_ACK_REPLICAS=all); Monitor also checks the quorum; the Sentinels reach each other
+// as Sentinel. Nobody else may reconfigure them (SENTINEL SET, REMOVE, FAILOVER).
 func sentinelRules() map[string]string {
 	find := "allchannels -@all " + connection +
 		" +sentinel|get-master-addr-by-name +sentinel|sentinels +sentinel|replicas +sentinel|slaves" +
 		" +subscribe +psubscribe +unsubscribe +punsubscribe"
 	return map[string]string{
-		Writer:   find,
+		Writer:   find + " +sentinel|master",
 		Fanout:   find,
 		Monitor:  find + " +sentinel|ckquorum +info",
 		Sentinel: "allchannels +@all",

@@ -145,9 +145,17 @@ func TestSentinelPrivileges(t *testing.T) {
 		if err != nil || len(addr) != 2 || addr[1] != strings.Split(primary.Addr, ":")[1] {
 			t.Errorf("%s asks the Sentinel for the primary: %v, %v; want %s", u, addr, err, primary.Addr)
 		}
+		if _, err := client(u).Replicas(ctx, "mymaster").Result(); err != nil {
+			t.Errorf("%s asks the Sentinel for the replicas: %v", u, err)
+		}
 		refused(t, u+" SENTINEL SET", client(u).Set(ctx, "mymaster", "quorum", "2").Err())
 		refused(t, u+" SENTINEL FAILOVER", client(u).Failover(ctx, "mymaster").Err())
 	}
+	// The writer reads the primary's entry (its run id: REDIS_ACK_REPLICAS=all); fanout may not.
+	if err := client(redisacl.Writer).Master(ctx, "mymaster").Err(); err != nil {
+		t.Errorf("the writer reads the primary's entry: %v", err)
+	}
+	refused(t, "fanout SENTINEL MASTER", client(redisacl.Fanout).Master(ctx, "mymaster").Err())
 	if err := client("").GetMasterAddrByName(ctx, "mymaster").Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("no credentials: %v; want NOAUTH", err)
 	}
