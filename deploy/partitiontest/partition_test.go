@@ -93,7 +93,7 @@ var scenarios = []scenario{
 	pausing("pause-replica", "a replica paused (SIGSTOP)", aReplica),
 	pausing("pause-sentinel", "a Sentinel paused (SIGSTOP)", aSentinel),
 	pausing("pause-writer", "the writer paused (SIGSTOP) amid its batches", theWriter),
-	killing("kill-primary", "primary killed (SIGKILL), restarted", thePrimary),
+	known(killing("kill-primary", "primary killed (SIGKILL), restarted", thePrimary), waitAll),
 	killing("kill-replica", "a replica killed (SIGKILL), restarted", aReplica),
 	killing("kill-sentinel", "a Sentinel killed (SIGKILL), restarted", aSentinel),
 	{name: "disk-full-primary", row: "primary's disk full (AOF on a 32 MB tmpfs), then space back",
