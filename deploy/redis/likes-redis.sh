@@ -19,8 +19,7 @@
 #   REDIS_SENTINEL_ADDRS       every Sentinel, host:port, comma-separated (as the services get it)
 #   REDIS_SENTINEL_MASTER      the name the Sentinels monitor the primary under (mymaster)
 #   SENTINEL_QUORUM            Sentinels that must agree the primary is down (2 of 3)
-#   SENTINEL_DOWN_AFTER_MS     no valid reply for this long: a Sentinel calls a node down (1500;
-#                              at least 1500: see docker-compose.yml's x-sentinel-env)
+#   SENTINEL_DOWN_AFTER_MS     no valid reply for this long: a Sentinel calls a node down (1000)
 #   SENTINEL_FAILOVER_TIMEOUT_MS  how long a failover may take; a failed one is retried after twice this (2000)
 #   SENTINEL_CONF              sentinel: its configuration file (/data/sentinel.conf)
 #   REDIS_PRIMARY_WAIT         node: seconds a replica waits for its primary to answer (10)
@@ -149,7 +148,7 @@ sentinel announce-hostnames yes
 sentinel announce-ip $SENTINEL_NAME
 sentinel myid $(printf %s "$SENTINEL_NAME" | sha1sum | cut -c1-40)
 sentinel monitor $master $primary ${SENTINEL_QUORUM:-2}
-sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1500}
+sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1000}
 sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-2000}
 sentinel parallel-syncs $master 1
 EOF
