@@ -153,23 +153,8 @@ func (c *cluster) round(t *testing.T, sc scenario, prefix string) {
 	rec := likehistory.NewRecorder()
 	posts := []string{prefix + "-1", prefix + "-2"}
 	users := []string{"a", "b", "c", "d", "e"}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for cl := range 3 {
-		wg.Add(1)
-		go func() { // exits when stop is closed, after its operation in flight
-			defer wg.Done()
-			clientLoop(c.client, rec, cl, posts, users, stop)
-		}()
-	}
-	defer func() { // on a failure too: no client outlives the round
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	stop := runClients(rec, 3, func(int) likehistory.Client { return c.client }, posts, users)
+	defer stop()                          // on a failure too: no client outlives the round
 	healthy := time.NewTimer(time.Second) // a schedule: some history before the fault
 	<-healthy.C
 	p, r := c.roles()
@@ -182,8 +167,7 @@ func (c *cluster) round(t *testing.T, sc scenario, prefix string) {
 		sc.heal(c, p, r)
 	}
 	settled := c.settle()
-	close(stop)
-	wg.Wait()
+	stop()
 	for _, post := range posts {
 		rec.Record(c.client.Read(rec, 9, likehistory.Count, post))
 		rec.Record(c.client.Read(rec, 9, likehistory.Likers, post))
@@ -211,6 +195,26 @@ func (c *cluster) round(t *testing.T, sc scenario, prefix string) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil && res.Visualize(path) == nil {
 			t.Logf("the history, visualised: %s", path)
 		}
+	}
+}
+
+// runClients starts n clients recording into rec, client i through via(i), each liking,
+// unliking and reading posts as users until the returned stop is called. stop waits for them
+// (each finishes its operation in flight) and may be called again.
+func runClients(rec *likehistory.Recorder, n int, via func(i int) likehistory.Client, posts, users []string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for cl := range n {
+		wg.Add(1)
+		go func() { // exits when stop closes done, after its operation in flight
+			defer wg.Done()
+			clientLoop(via(cl), rec, cl, posts, users, done)
+		}()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
 	}
 }
 

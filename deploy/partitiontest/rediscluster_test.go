@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -398,23 +397,9 @@ func (c *shardedCluster) round(t *testing.T, sc clusterScenario) {
 	rec := likehistory.NewRecorder()
 	c.settle(rec, posts)
 	users := []string{"a", "b", "c", "d", "e"}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for cl := range 4 { // clients 0 and 1 through writer-a, 2 and 3 through writer-b
-		wg.Add(1)
-		go func() { // exits when stop is closed, after its operation in flight
-			defer wg.Done()
-			clientLoop(c.clients[cl/2], rec, cl, posts, users, stop)
-		}()
-	}
-	defer func() { // on a failure too: no client outlives the round
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	// Clients 0 and 1 through writer-a, 2 and 3 through writer-b.
+	stop := runClients(rec, 4, func(i int) likehistory.Client { return c.clients[i/2] }, posts, users)
+	defer stop()                          // on a failure too: no client outlives the round
 	healthy := time.NewTimer(time.Second) // a schedule: some history before the fault
 	<-healthy.C
 	faultAt := rec.Now()
@@ -430,8 +415,7 @@ func (c *shardedCluster) round(t *testing.T, sc clusterScenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	for _, post := range posts {
 		rec.Record(c.clients[1].Read(rec, 9, likehistory.Count, post))
 		rec.Record(c.clients[1].Read(rec, 9, likehistory.Likers, post))

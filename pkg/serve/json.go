@@ -38,12 +38,18 @@ func Error(w http.ResponseWriter, status int, msg string) {
 
 // Unavailable writes a 503 with Retry-After, for a dependency that is down or a node that is full.
 func Unavailable(w http.ResponseWriter, retryAfter time.Duration, msg string) {
+	UnavailableBody(w, retryAfter, ErrorBody{Error: msg})
+}
+
+// UnavailableBody is Unavailable with a body of its own, for a 503 that says more than its error
+// (writerapi.Unconfirmed).
+func UnavailableBody(w http.ResponseWriter, retryAfter time.Duration, body any) {
 	secs := int(retryAfter.Round(time.Second) / time.Second)
 	if secs < 1 {
 		secs = 1
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	Error(w, http.StatusServiceUnavailable, msg)
+	JSON(w, http.StatusServiceUnavailable, body)
 }
 
 // NotFound and MethodNotAllowed answer unknown routes in JSON, as every other error is.

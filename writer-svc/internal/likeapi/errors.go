@@ -77,8 +77,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// Stored on the primary, not yet on enough replicas: a 503 all the same, since the
 		// like could be lost with the primary. Counted per batch (batch.Metrics.NotReplicated).
 		h.outage.fail(r, err)
-		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(retryAfterUnavailable)))
-		serve.JSON(w, http.StatusServiceUnavailable, writerapi.Unconfirmed{Error: "not yet confirmed by a replica, retry", Unconfirmed: true})
+		serve.UnavailableBody(w, retryAfterUnavailable, writerapi.Unconfirmed{Error: "not yet confirmed by a replica, retry", Unconfirmed: true})
 	default:
 		h.metrics.RedisErrors.Inc()
 		if !errors.Is(err, context.Canceled) { // a client that left says nothing of the storage

@@ -58,7 +58,7 @@ func (r *refusals) begin(key string) (wait time.Duration) {
 		case !ok: // never refused: ask, and remember nothing unless Redis refuses
 			return k, false
 		case k.until.After(now):
-			wait = max(k.room.Sub(now), refusedWhileAsking)
+			wait = k.heldFor(now)
 		case forgotten(k, now): // refused long enough ago: ask, and forget
 			return k, false
 		case k.admitted >= heldTokens:
@@ -79,6 +79,12 @@ func (r *refusals) refusedFor(key string) time.Duration {
 	if !ok || !k.until.After(now) {
 		return 0
 	}
+	return k.heldFor(now)
+}
+
+// heldFor is the wait told to a request for a key refused here at now: its bucket's own, or
+// refusedWhileAsking once the bucket has room and the key is only held (hold).
+func (k refusal) heldFor(now time.Time) time.Duration {
 	return max(k.room.Sub(now), refusedWhileAsking)
 }
 
