@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/likes/likes/testkit/poll"
 	"github.com/likes/likes/testkit/redistest"
 )
@@ -100,5 +102,79 @@ func TestAckAllNeedsSentinel(t *testing.T) {
 	cfg, err := loadConfig([]string{"writer-svc", "--redis-ack-replicas", "all", "--redis-sentinel-addrs", "127.0.0.1:26379"}, env, io.Discard)
 	if err != nil || !cfg.AckAll {
 		t.Errorf(`"all" with Sentinel: AckAll %v, %v; want true`, cfg.AckAll, err)
+	}
+}
+
+// TestStalledCallAnswersUnconfirmed stalls the primary (DEBUG SLEEP) while a like's call waits
+// in its input, with the only replica frozen: the primary wakes before the like's deadline and
+// runs the script, and WAIT then blocks past the deadline, so the writer hears nothing in time.
+// The like is applied on the primary, so its 503 must be marked unconfirmed: a plain 503 promises
+// "not applied" (the partition suite found such 503s read back on a paused or cut-off primary).
+func TestStalledCallAnswersUnconfirmed(t *testing.T) {
+	const timeout, stall = time.Second, 0.4 // seconds: the primary wakes well before the deadline
+	primary := redistest.Start(t, "--enable-debug-command", "yes")
+	replica := redistest.StartReplica(t, primary)
+	w := startWriter(t, primary, trustHeader, "--redis-ack-replicas", "1", "--request-timeout", timeout.String())
+	wantLike(t, w.like(t, "p", "alice"), "p", 1, true)
+
+	replica.Signal(syscall.SIGSTOP)
+	defer replica.Signal(syscall.SIGCONT)
+	slept := make(chan error, 1)
+	go func() { // exits when DEBUG SLEEP returns
+		_, err := primary.Do("DEBUG", "SLEEP", stall)
+		slept <- err
+	}()
+	probe := redis.NewClient(&redis.Options{Addr: primary.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	defer probe.Close()
+	poll.Until(t, 5*time.Second, "redis asleep", func() bool {
+		return probe.Ping(context.Background()).Err() != nil
+	})
+	got := w.like(t, "p", "bob")
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != http.StatusServiceUnavailable || got.Header.Get("Retry-After") == "" || got.Body["unconfirmed"] != true {
+		t.Errorf("like whose call Redis ran but did not answer in time: %d %s; want 503 marked unconfirmed", got.Status, got.Raw)
+	}
+	if n := w.RDB.Exists(context.Background(), keys.User("p", "bob")).Val(); n != 1 {
+		t.Error("the like is not on the primary: the stall did not let the script run before the deadline")
+	}
+	if m := w.do(t, "GET", "/metrics"); !strings.Contains(m.Raw, "likes_writer_unanswered_batches_total 1") {
+		t.Error("unanswered batch not counted")
+	}
+}
+
+// TestReadsWaitForTheReplicas: with REDIS_ACK_REPLICAS=1 a read is served only once a replica
+// has everything it shows. With the replica frozen, a like applied on the primary but
+// unconfirmed (503 unconfirmed) must not be read back: the reads answer 503 and change nothing,
+// since a failover to that replica would take the like back. Once the replica is back, the reads
+// show it.
+func TestReadsWaitForTheReplicas(t *testing.T) {
+	primary := redistest.Start(t)
+	replica := redistest.StartReplica(t, primary)
+	w := startWriter(t, primary, trustHeader, "--redis-ack-replicas", "1", "--request-timeout", "500ms")
+	wantLike(t, w.like(t, "p", "alice"), "p", 1, true)
+	reads := []string{"/count/p", "/counts?posts=p", "/likes/p/users"}
+	for _, path := range reads {
+		if got := w.do(t, "GET", path); got.Status != http.StatusOK {
+			t.Errorf("GET %s with the replica up: %d %s; want 200", path, got.Status, got.Raw)
+		}
+	}
+
+	replica.Signal(syscall.SIGSTOP)
+	if got := w.like(t, "p", "bob"); got.Status != http.StatusServiceUnavailable || got.Body["unconfirmed"] != true {
+		t.Fatalf("like with the replica frozen: %d %s; want 503 unconfirmed", got.Status, got.Raw)
+	}
+	for _, path := range reads {
+		if got := w.do(t, "GET", path); got.Status != http.StatusServiceUnavailable || got.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s with the replica frozen: %d %s; want 503 with Retry-After, not the unconfirmed like", path, got.Status, got.Raw)
+		}
+	}
+	replica.Signal(syscall.SIGCONT)
+	poll.Until(t, 10*time.Second, "the count read once the replica is back", func() bool {
+		return w.do(t, "GET", "/count/p").Status == http.StatusOK
+	})
+	if got := w.do(t, "GET", "/count/p"); got.Body["count"] != float64(2) {
+		t.Errorf("count once the replica is back: %s; want 2 (the unconfirmed like, now on the replica)", got.Raw)
 	}
 }

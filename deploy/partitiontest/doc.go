@@ -10,7 +10,6 @@
 // LIKES_NEMESIS_MINUTES (scripts/nemesis.sh MINUTES SEED).
 //
 // Its tests need root, iproute2, iptables, mount and redis-server, and run only with
-// LIKES_NEMESIS=1. The faults whose history is known not to be linearizable run too: for them
-// the test asserts that no acknowledged like is lost and no refused like applied, and logs the
-// checker's verdict instead of failing on it.
+// LIKES_NEMESIS=1. Every fault's history must be linearizable, with no acknowledged like lost and
+// no refused like applied.
 package partitiontest

@@ -311,41 +311,11 @@ func (c *shardedCluster) settle(rec *likehistory.Recorder, posts []string) time.
 }
 
 // clusterScenario is one partition of the Cluster: cut applies it, given the master cut off and
-// its replica. known, when set, is a finding: a history that is not linearizable, even where the
-// check does not explain it (refusedApplied), is reported rather than failed on, as
-// scenario.known; no acknowledged like lost and no refused like applied still hold.
+// its replica.
 type clusterScenario struct {
-	name  string
-	row   string // the partition as docs/RELIABILITY.md's table names it
-	cut   func(c *shardedCluster, master, replica *netnstest.Host)
-	known string
-}
-
-// refusedApplied is the known finding of the Sentinel suite's split brain (scenario.known), told
-// apart here by the check itself: a history that is not linearizable as recorded but is once a
-// 503'd like or unlike may have taken effect (a WAIT that timed out, or an answer lost in the cut,
-// leaves the change on the master), and, where a failover then discarded it, once the reads the
-// cut-off master may have answered are set aside (they saw it): writer-a's from the cut until
-// the cluster is whole again, and any writer's sent while the cut was being put in place.
-const refusedApplied = "a 503'd change stayed on the cut-off master, and reads there saw it before a failover discarded it (docs/RELIABILITY.md)"
-
-// withoutReads is ops without the reads that drop picks.
-func withoutReads(ops []likehistory.Op, drop func(likehistory.Op) bool) []likehistory.Op {
-	return slices.DeleteFunc(slices.Clone(ops), func(op likehistory.Op) bool {
-		return (op.Kind == likehistory.Count || op.Kind == likehistory.Likers) && drop(op)
-	})
-}
-
-// refusalsMayApply is ops with every refused like and unlike made Unknown: the history as it would
-// be if a 503 promised nothing.
-func refusalsMayApply(ops []likehistory.Op) []likehistory.Op {
-	out := slices.Clone(ops)
-	for i, op := range out {
-		if op.Outcome == likehistory.Fail && (op.Kind == likehistory.Like || op.Kind == likehistory.Unlike) {
-			out[i].Outcome = likehistory.Unknown
-		}
-	}
-	return out
+	name string
+	row  string // the partition as docs/RELIABILITY.md's table names it
+	cut  func(c *shardedCluster, master, replica *netnstest.Host)
 }
 
 // rest is every host of c but those of side.
@@ -353,8 +323,6 @@ func (c *shardedCluster) rest(side ...*netnstest.Host) []*netnstest.Host {
 	all := append(append([]*netnstest.Host{}, c.nodes[:]...), c.writers[:]...)
 	return slices.DeleteFunc(all, func(h *netnstest.Host) bool { return slices.Contains(side, h) })
 }
-
-const clusterMasterAlone = "a master cut off with a writer: reads it answered saw 503'd changes the failover then discarded (refusedApplied); once not explained so, not yet understood (docs/RELIABILITY.md)"
 
 var clusterScenarios = []clusterScenario{
 	{name: "cluster-master-and-replica-with-writer",
@@ -368,14 +336,13 @@ var clusterScenarios = []clusterScenario{
 		cut: func(c *shardedCluster, m, _ *netnstest.Host) {
 			side := []*netnstest.Host{m, c.writers[0]}
 			c.procs.net.Partition(side, c.rest(side...))
-		}, known: clusterMasterAlone},
+		}},
 }
 
 // TestClusterPartitions runs each partition of a Redis Cluster once, on a cluster of its own,
 // while two clients like, unlike and read through each writer, on two posts of the shard cut off
 // and one of each other shard; then as TestPartitions: an acknowledged like lost, or a refused
-// one applied, fails it, and so does a history that is not linearizable, unless the check explains
-// it by 503'd changes that took effect (refusedApplied) or the scenario's finding is known.
+// one applied, fails it, and so does a history that is not linearizable.
 func TestClusterPartitions(t *testing.T) {
 	enabled(t)
 	bin := t.TempDir()
@@ -410,7 +377,6 @@ func (c *shardedCluster) round(t *testing.T, sc clusterScenario) {
 	healAt := rec.Now()
 	c.procs.net.Heal()
 	settled := c.settle(rec, posts)
-	settledAt := rec.Now()
 	owner, err := c.ownerOf(onCut[0])
 	if err != nil {
 		t.Fatal(err)
@@ -442,26 +408,10 @@ func (c *shardedCluster) round(t *testing.T, sc clusterScenario) {
 	}
 	if !res.OK {
 		broken := slices.DeleteFunc(slices.Clone(posts), func(p string) bool { return likehistory.Check(of([]string{p}), time.Minute).OK })
-		mayApply := likehistory.Check(refusalsMayApply(ops), time.Minute).OK
-		cutSide := func(op likehistory.Op) bool { // a read the cut-off master may have answered
-			return op.Call >= faultAt && (op.Call < cutDone || op.Client < 2 && op.Call < settledAt)
-		}
-		dirty := likehistory.Check(refusalsMayApply(withoutReads(ops, cutSide)), time.Minute).OK
-		t.Logf("%s: not linearizable on %v; linearizable if a 503'd like or unlike may have taken effect: %v; "+
-			"and if, besides, the reads the cut-off side may have answered are set aside: %v", sc.name, broken, mayApply, dirty)
-		switch {
-		case mayApply || dirty:
-			t.Logf("%s: not linearizable, a known finding (%s): %s", sc.name, refusedApplied, res.Why)
-		case sc.known != "":
-			t.Logf("%s: not linearizable, a known finding (%s), which the check does not explain: %s", sc.name, sc.known, res.Why)
-		default:
-			t.Errorf("%s: %d operations not linearizable: %s", sc.name, len(ops), res.Why)
-		}
-		if !mayApply && !dirty {
-			for _, op := range of(broken) { // seconds from the fault; clients 0, 1, 7 through writer-a
-				t.Logf("client %d %s %s %s: %s, %.2f-%.2fs, count %d, changed %v, users %v", op.Client, op.Kind, op.Post, op.User,
-					op.Outcome, time.Duration(op.Call-faultAt).Seconds(), time.Duration(op.End-faultAt).Seconds(), op.Count, op.Changed, op.Users)
-			}
+		t.Errorf("%s: %d operations not linearizable, on posts %v: %s", sc.name, len(ops), broken, res.Why)
+		for _, op := range of(broken) { // seconds from the fault; clients 0, 1, 7 through writer-a
+			t.Logf("client %d %s %s %s: %s, %.2f-%.2fs, count %d, changed %v, users %v", op.Client, op.Kind, op.Post, op.User,
+				op.Outcome, time.Duration(op.Call-faultAt).Seconds(), time.Duration(op.End-faultAt).Seconds(), op.Count, op.Changed, op.Users)
 		}
 		path := filepath.Join("..", "..", ".run", "history-"+sc.name+".html") // kept for CI's artefacts
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil && res.Visualize(path) == nil {

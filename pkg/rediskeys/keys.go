@@ -98,6 +98,14 @@ func (s Scheme) UserLikes(userID string) string { return s.Prefix + "user-likes:
 // reply) answers the first run's results instead of applying itself again.
 func (s Scheme) Batch(postID, batchID string) string { return s.post(postID, ":b:"+batchID) }
 
+// ReadBarrier is the key a writer sets before WAIT to confirm a read (store.ConfirmRead): the
+// write makes WAIT cover everything the primary held when the read ran. PostReadBarrier is the
+// same in the post's hash slot, for the master that serves the post on a Cluster.
+func (s Scheme) ReadBarrier() string { return s.Prefix + "read-barrier" }
+
+// PostReadBarrier: see ReadBarrier.
+func (s Scheme) PostReadBarrier(postID string) string { return s.post(postID, ":rb") }
+
 // RateLimit is the per-user like-rate counter (userID is "user:post" with LIKE_RATE_PER_POST).
 // It has no post hash tag: it belongs to the user.
 func (s Scheme) RateLimit(userID string) string { return s.Prefix + "rate:" + userID }

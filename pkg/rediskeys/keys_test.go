@@ -18,6 +18,8 @@ func TestSchemeKeys(t *testing.T) {
 		{"likers chunk", s.Likers("42", 7), "likes:{42}:lk:7"},
 		{"current likers chunk", s.LikersChunk("42"), "likes:{42}:lkc"},
 		{"user likes", s.UserLikes("alice"), "likes:user-likes:alice"},
+		{"read barrier", s.ReadBarrier(), "likes:read-barrier"},
+		{"post read barrier", s.PostReadBarrier("42"), "likes:{42}:rb"},
 		{"rate limit", s.RateLimit("alice"), "likes:rate:alice"},
 		{"watching", s.Watching("42", 881250000), "likes:{42}:w:881250000"},
 		{"session key", s.SessionKey("1764633600"), "likes:session:key:1764633600"},

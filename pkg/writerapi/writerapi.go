@@ -61,11 +61,13 @@ type Erased struct {
 	Removed int    `json:"removed"`
 }
 
-// Unconfirmed is the body of the one 503 that does not promise "not applied": a change that
-// Redis applied on its primary but that fewer replicas than REDIS_ACK_REPLICAS confirmed in time.
-// The change may stay (a read shows it; the replicas get it as they catch up) or be lost with
-// the primary if that fails over before they do. A client retries it as any 503: the dedup key
-// makes a retried like count once. Every other 503 is `{"error": ...}` alone.
+// Unconfirmed is the body of the 503 that does not promise "not applied": a change that Redis
+// applied on its primary but that fewer replicas than REDIS_ACK_REPLICAS confirmed in time, or a
+// change whose call Redis did not answer in time (a timeout or a lost connection mid-call: it may
+// have run). The change may stay (a read shows it; the replicas get it as they catch up) or be
+// lost with the primary if that fails over before they do. A client retries it as any 503: the
+// dedup key makes a retried like count once. Every other 503 is `{"error": ...}` alone, and
+// promises that the change was not applied and never will be.
 type Unconfirmed struct {
 	Error       string `json:"error"`
 	Unconfirmed bool   `json:"unconfirmed"` // always true

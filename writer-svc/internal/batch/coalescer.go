@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/likes/likes/writer-svc/internal/store"
@@ -17,6 +18,14 @@ var ErrBusy = errors.New("too many likes of this post in flight")
 
 // ErrClosed is returned for a change submitted after Close.
 var ErrClosed = errors.New("like coalescer closed")
+
+// ErrUnanswered wraps a failed call that Redis did not settle (store.Settled): a timeout or a
+// lost connection once the call may have been sent. The script may have run before its deadline
+// with its reply lost or its WAIT still blocked (a primary paused, cut off or killed mid-call, or
+// a retry of the pipeline that reached a new primary late): its changes may have been applied, so
+// their answer must not promise "not applied" (writerapi.Unconfirmed). Found by the partition
+// suite: a like answered a plain 503 at its deadline was read back a moment later.
+var ErrUnanswered = errors.New("storage did not answer in time: the change may have been applied")
 
 // Options tune a Coalescer.
 type Options struct {
@@ -88,6 +97,9 @@ type pending struct {
 	change store.Change
 	at     time.Time    // when it was queued, with a window
 	done   chan outcome // 1-buffered, so the flusher never blocks on a request that left
+	// sent is set when the change joins a batch that goes to Redis: a request that gives up after
+	// that cannot tell whether it was applied (ErrUnanswered).
+	sent atomic.Bool
 }
 
 type outcome struct {
@@ -168,6 +180,12 @@ func (c *Coalescer) Submit(ctx context.Context, post string, ch store.Change) (s
 	case o := <-p.done:
 		return o.res, o.err
 	case <-ctx.Done():
+		if p.sent.Load() {
+			// Its call may have run: only Redis' answer, which is not here yet, could say. (A
+			// change taken just after this read was live then, but its batch's deadline is this
+			// request's, past now, which the script refuses.)
+			return store.Result{}, fmt.Errorf("wait for like batch: %w: %w", ErrUnanswered, ctx.Err())
+		}
 		return store.Result{}, fmt.Errorf("wait for like batch: %w", ctx.Err())
 	}
 }
@@ -246,6 +264,7 @@ func (c *Coalescer) next(s *stripe, post string, q *postQueue, returned time.Tim
 			}
 			taken++
 			if p.live(now) {
+				p.sent.Store(true)
 				batch = append(batch, p)
 			}
 		}
@@ -291,10 +310,11 @@ func (c *Coalescer) linger(d time.Duration, full <-chan struct{}) {
 // fails every change in it: the script is atomic, so either all of them were stored or none.
 //
 // The call runs until the batch's deadline (see deadline), and so does the script's own check.
-// A failure that Redis did not report itself (a lost connection, a timeout: see settled) may
-// leave the call still on its way to Redis, to run later: its changes are answered only once the
-// deadline has passed, when the script would refuse it. Their requests' own deadlines end them
-// then anyway; this holds the answer of those without one, and of a batch's later requests.
+// A failure that Redis did not report itself (a lost connection, a timeout: see store.Settled)
+// may have run already, or may still be on its way to Redis, to run later: its changes are
+// answered only once the deadline has passed, when the script would refuse it, and with
+// ErrUnanswered, since they may have been applied. Their requests' own deadlines end them then
+// anyway; this holds the answer of those without one, and of a batch's later requests.
 func (c *Coalescer) send(post string, batch []*pending) (returned time.Time) {
 	changes := make([]store.Change, len(batch))
 	for i, p := range batch {
@@ -306,6 +326,7 @@ func (c *Coalescer) send(post string, batch []*pending) (returned time.Time) {
 	cancel()
 	if err != nil && !store.Settled(err) {
 		waitUntil(deadline)
+		err = fmt.Errorf("%w: %w", ErrUnanswered, err)
 	}
 	if c.o.Window > 0 {
 		returned = time.Now()

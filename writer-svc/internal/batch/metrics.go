@@ -18,6 +18,9 @@ type Metrics struct {
 	// REQUEST_TIMEOUT, or replicas behind or gone.
 	Expired       prometheus.Counter
 	NotReplicated prometheus.Counter
+	// Unanswered counts calls that Redis did not settle (ErrUnanswered): Redis or the way to it
+	// failed mid-call.
+	Unanswered prometheus.Counter
 }
 
 // NewMetrics registers the batch metrics in reg under namespace.
@@ -36,8 +39,10 @@ func NewMetrics(reg prometheus.Registerer, namespace string) *Metrics {
 			"Script calls that Redis refused, changing nothing, because the earliest deadline of their likes had passed."),
 		NotReplicated: counter("unreplicated_batches_total",
 			"Script calls stored on the primary but confirmed by fewer than REDIS_ACK_REPLICAS replicas in time (their likes got 503)."),
+		Unanswered: counter("unanswered_batches_total",
+			"Script calls that Redis did not answer in time (a timeout or a lost connection): their likes got 503 marked unconfirmed, since they may have been applied."),
 	}
-	reg.MustRegister(m.Publishes, m.QueueFull, m.BatchSize, m.Expired, m.NotReplicated)
+	reg.MustRegister(m.Publishes, m.QueueFull, m.BatchSize, m.Expired, m.NotReplicated, m.Unanswered)
 	return m
 }
 
@@ -50,6 +55,8 @@ func (m *Metrics) call(res []store.Result, size int, err error) {
 		m.Expired.Inc()
 	case errors.Is(err, store.ErrNotReplicated):
 		m.NotReplicated.Inc()
+	case errors.Is(err, ErrUnanswered):
+		m.Unanswered.Inc()
 	}
 	for _, r := range res {
 		if r.Changed {

@@ -209,6 +209,9 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := h.store.Count(ctx, post)
+	if err == nil {
+		err = h.store.ConfirmRead(ctx, post)
+	}
 	if err != nil {
 		h.fail(w, r.WithContext(ctx), err)
 		return

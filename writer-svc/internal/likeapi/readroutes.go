@@ -63,6 +63,9 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, identified bool) 
 	if err == nil {
 		states, err = h.reader.Read(ctx, posts, user)
 	}
+	if err == nil {
+		err = h.store.ConfirmRead(ctx, posts...)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -62,6 +62,9 @@ func (h *Handler) userLikes(w http.ResponseWriter, r *http.Request, who func(*ht
 	if err == nil {
 		posts, next, err = h.index.List(ctx, user, r.URL.Query().Get("cursor"), limit)
 	}
+	if err == nil {
+		err = h.store.ConfirmRead(ctx) // on a Cluster the user's index goes unconfirmed (store.ConfirmRead)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -113,6 +116,9 @@ func (h *Handler) likers(w http.ResponseWriter, r *http.Request) {
 	var next string
 	if err == nil {
 		count, users, next, err = h.reader.Likers(ctx, post, r.URL.Query().Get("cursor"), limit)
+	}
+	if err == nil {
+		err = h.store.ConfirmRead(ctx, post)
 	}
 	if err != nil {
 		h.fail(w, r, err)
