@@ -111,7 +111,9 @@ func TestAckAllNeedsSentinel(t *testing.T) {
 // The like is applied on the primary, so its 503 must be marked unconfirmed: a plain 503 promises
 // "not applied" (the partition suite found such 503s read back on a paused or cut-off primary).
 func TestStalledCallAnswersUnconfirmed(t *testing.T) {
-	const timeout, stall = time.Second, 0.4 // seconds: the primary wakes well before the deadline
+	// The primary wakes well before the deadline, and late enough that WAIT, whose timeout the
+	// writer set from the deadline when it sent the call, runs past it.
+	const timeout, stall = 2 * time.Second, 1.0 // stall in seconds
 	primary := redistest.Start(t, "--enable-debug-command", "yes")
 	replica := redistest.StartReplica(t, primary)
 	w := startWriter(t, primary, trustHeader, "--redis-ack-replicas", "1", "--request-timeout", timeout.String())

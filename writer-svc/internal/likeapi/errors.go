@@ -82,7 +82,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// Redis or the way to it failed mid-call: the change may have been applied. Counted per
 		// batch (batch.Metrics.Unanswered).
 		h.metrics.RedisErrors.Inc()
-		h.outage.fail(r, err)
+		if !errors.Is(err, context.Canceled) { // a client that left says nothing of the storage
+			h.outage.fail(r, err)
+		}
 		serve.UnavailableBody(w, retryAfterUnavailable, writerapi.Unconfirmed{Error: "storage did not answer in time, the change may have been applied, retry", Unconfirmed: true})
 	default:
 		h.metrics.RedisErrors.Inc()
