@@ -335,18 +335,23 @@ func (s *stack) awaitBackends(want int, timeout time.Duration) {
 	})
 }
 
-// storedCount asks the writers, through haproxy, for a post's count.
+// storedCount asks the writers, through haproxy, for a post's count, again while they answer 503:
+// a read waits for the replicas a like waits for (REDIS_ACK_REPLICAS=all), which a replica that
+// has just come back may not confirm yet.
 func (s *stack) storedCount(post string) int64 {
 	s.t.Helper()
-	resp, err := http.Get(s.likes + "/count/" + post)
-	if err != nil {
-		s.t.Fatalf("GET /count/%s through haproxy: %v", post, err)
-	}
-	defer resp.Body.Close()
 	var r clienttest.LikeReply
-	if err := decodeJSON(resp, &r); err != nil {
-		s.t.Fatalf("GET /count/%s through haproxy: %v", post, err)
-	}
+	poll.Check(s.t, 15*time.Second, func() error {
+		resp, err := http.Get(s.likes + "/count/" + post)
+		if err != nil {
+			return fmt.Errorf("GET /count/%s through haproxy: %w", post, err)
+		}
+		defer resp.Body.Close()
+		if err := decodeJSON(resp, &r); err != nil {
+			return fmt.Errorf("GET /count/%s through haproxy: %w", post, err)
+		}
+		return nil
+	})
 	return r.Count
 }
 
