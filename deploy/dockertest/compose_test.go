@@ -395,11 +395,11 @@ func stepRedis(t *testing.T, s *stack, c *crowd, got *figures) {
 	took = time.Since(cut)
 	flowing("after the cut")
 	gap = watch.Stop()
-	if gap > 10*time.Second {
-		t.Errorf("no like acknowledged for %v around the cut of the primary %s; want likes acknowledged again within 10 s", gap, primary)
+	if gap > cutAckBound {
+		t.Errorf("no like acknowledged for %v around the cut of the primary %s; want likes acknowledged again within %v", gap, primary, cutAckBound)
 	}
-	got.add(t, "the primary %s cut off the network: the Sentinels agreed on %s %v after the cut; no like acknowledged for %v (limit 10 s), %d attempts refused",
-		primary, promoted, took.Round(100*time.Millisecond), gap.Round(100*time.Millisecond), flow.Failed()-refused)
+	got.add(t, "the primary %s cut off the network: the Sentinels agreed on %s %v after the cut; no like acknowledged for %v (limit %v), %d attempts refused",
+		primary, promoted, took.Round(100*time.Millisecond), gap.Round(100*time.Millisecond), cutAckBound, flow.Failed()-refused)
 	start = time.Now()
 	s.mustDocker("network", "connect", "--ip", addr, network("redis"), victim)
 	if p := s.awaitTopology(t, time.Minute); p != promoted {
@@ -506,6 +506,15 @@ func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
 
 // stepScaleDown: `up --scale fanout-svc=2` stops two nodes, which drain their viewers over
 // DRAIN_WINDOW; haproxy moves them, every viewer ends on the right count and no like is refused.
+// cutAckBound bounds the gap in acknowledgements around the cut of the primary, which is longer than
+// a kill's (10 s): over a network that drops packets rather than refusing them, the Sentinels
+// agree 3.6-4.9 s after the cut (against 3.6 s after a kill), the writers' requests then in flight
+// to the cut-off primary wait out REQUEST_TIMEOUT (2 s), and with REDIS_ACK_REPLICAS=all a batch
+// waits for the old primary, listed as the new one's replica, until a majority calls it down
+// (SENTINEL_DOWN_AFTER_MS 1 s and a 0.5 s poll): 8.5 to 11 s. Fresh-clone CI runs measured it
+// under and over 10 s (10.9 s on 2026-12-06), which the kill's bound would fail about one run in two.
+const cutAckBound = 12 * time.Second
+
 func stepScaleDown(t *testing.T, s *stack, c *crowd, got *figures) {
 	before := s.viewersPerNode()
 	flow := clienttest.StartSessionLikeFlow(t, s.likes, c.post, 50*time.Millisecond)
