@@ -504,8 +504,6 @@ func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
 	})
 }
 
-// stepScaleDown: `up --scale fanout-svc=2` stops two nodes, which drain their viewers over
-// DRAIN_WINDOW; haproxy moves them, every viewer ends on the right count and no like is refused.
 // cutAckBound bounds the gap in acknowledgements around the cut of the primary, which is longer than
 // a kill's (10 s): over a network that drops packets rather than refusing them, the Sentinels
 // agree 3.6-4.9 s after the cut (against 3.6 s after a kill), the writers' requests then in flight
@@ -515,6 +513,8 @@ func stepPartitions(t *testing.T, s *stack, c *crowd, got *figures) {
 // under and over 10 s (10.9 s on 2026-12-06), which the kill's bound would fail about one run in two.
 const cutAckBound = 12 * time.Second
 
+// stepScaleDown: `up --scale fanout-svc=2` stops two nodes, which drain their viewers over
+// DRAIN_WINDOW; haproxy moves them, every viewer ends on the right count and no like is refused.
 func stepScaleDown(t *testing.T, s *stack, c *crowd, got *figures) {
 	before := s.viewersPerNode()
 	flow := clienttest.StartSessionLikeFlow(t, s.likes, c.post, 50*time.Millisecond)

@@ -43,11 +43,7 @@ func (s *Store) replicasToAck() int {
 // script's cutoff (the batch's deadline less ClockSkew), and as early before the client's read
 // timeout, which bounds the whole pipeline's reply.
 func (s *Store) runAcked(ctx context.Context, primary *redis.Client, asking bool, keys []string, args []any, cutoff time.Time, acks int) ([]any, error) {
-	wait := time.Until(cutoff) - waitLate
-	if rt := primary.Options().ReadTimeout; rt > 0 {
-		wait = min(wait, rt-waitLate)
-	}
-	wait = max(wait, time.Millisecond) // WAIT with timeout 0 would block for ever
+	wait := waitTimeout(primary, cutoff)
 	eval, acked := evalAndWait(ctx, primary, changeScript.EvalSha, keys, args, acks, wait, asking)
 	if redis.HasErrorPrefix(eval.Err(), "NOSCRIPT") || errors.Is(eval.Err(), redis.ErrNoScript) {
 		eval, acked = evalAndWait(ctx, primary, changeScript.Eval, keys, args, acks, wait, asking)
@@ -65,6 +61,16 @@ func (s *Store) runAcked(ctx context.Context, primary *redis.Client, asking bool
 		return nil, fmt.Errorf("%w: %d of %d replicas within %s", ErrNotReplicated, n, acks, wait.Round(time.Millisecond))
 	}
 	return reply, nil
+}
+
+// waitTimeout is the timeout of a WAIT sent to primary that must answer by until: waitLate before
+// it, and as early before the client's read timeout, which bounds the pipeline's reply.
+func waitTimeout(primary *redis.Client, until time.Time) time.Duration {
+	wait := time.Until(until) - waitLate
+	if rt := primary.Options().ReadTimeout; rt > 0 {
+		wait = min(wait, rt-waitLate)
+	}
+	return max(wait, time.Millisecond) // WAIT with timeout 0 would block for ever
 }
 
 // evalAndWait sends the script (by run: EvalSha or Eval) and WAIT in one pipeline, after ASKING

@@ -58,17 +58,13 @@ func (s *Store) ConfirmRead(ctx context.Context, posts ...string) error {
 }
 
 // readBarrier writes key on primary and waits, in the same pipeline, until acks replicas have
-// that write, giving WAIT until ctx's deadline less waitLate (as a batch's WAIT, ack.go).
+// that write, giving WAIT until ctx's deadline (waitTimeout, as a batch's WAIT).
 func readBarrier(ctx context.Context, primary *redis.Client, key string, acks int) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(readBarrierTimeout)
 	}
-	wait := time.Until(deadline) - waitLate
-	if rt := primary.Options().ReadTimeout; rt > 0 {
-		wait = min(wait, rt-waitLate)
-	}
-	wait = max(wait, time.Millisecond) // WAIT with timeout 0 would block for ever
+	wait := waitTimeout(primary, deadline)
 	var acked *redis.Cmd
 	_, err := primary.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, key, "1", 0)
