@@ -78,18 +78,16 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// like could be lost with the primary. Counted per batch (batch.Metrics.NotReplicated).
 		h.outage.fail(r, err)
 		serve.UnavailableBody(w, retryAfterUnavailable, writerapi.Unconfirmed{Error: "not yet confirmed by a replica, retry", Unconfirmed: true})
-	case errors.Is(err, batch.ErrUnanswered):
-		// Redis or the way to it failed mid-call: the change may have been applied. Counted per
-		// batch (batch.Metrics.Unanswered).
-		h.metrics.RedisErrors.Inc()
-		if !errors.Is(err, context.Canceled) { // a client that left says nothing of the storage
-			h.outage.fail(r, err)
-		}
-		serve.UnavailableBody(w, retryAfterUnavailable, writerapi.Unconfirmed{Error: "storage did not answer in time, the change may have been applied, retry", Unconfirmed: true})
 	default:
 		h.metrics.RedisErrors.Inc()
 		if !errors.Is(err, context.Canceled) { // a client that left says nothing of the storage
 			h.outage.fail(r, err)
+		}
+		if errors.Is(err, batch.ErrUnanswered) {
+			// Redis or the way to it failed mid-call: the change may have been applied. Counted
+			// per batch (batch.Metrics.Unanswered).
+			serve.UnavailableBody(w, retryAfterUnavailable, writerapi.Unconfirmed{Error: "storage did not answer in time, the change may have been applied, retry", Unconfirmed: true})
+			return
 		}
 		serve.Unavailable(w, retryAfterUnavailable, "storage unavailable, retry")
 	}

@@ -42,13 +42,26 @@ func limits(changes []Change) (buckets []ratelimit.Bucket, gates []int) {
 	return buckets, gates
 }
 
-// appendGates appends gates as the script reads them: numbers separated by spaces.
+// appendGates appends gates as the script reads them: runs of changes with the same two
+// buckets, each "count address user", separated by spaces. A batch's likes mostly come from few
+// addresses, one bucket each, and the script spends a run of one bucket in one step (takeRun in
+// changeScript) rather than a token at a time.
 func appendGates(dst []byte, gates []int) []byte {
-	for i, g := range gates {
+	for i := 0; i < len(gates); {
+		a, u := gates[i], gates[i+1]
+		run := 1
+		for i+2*run < len(gates) && gates[i+2*run] == a && gates[i+2*run+1] == u {
+			run++
+		}
 		if i > 0 {
 			dst = append(dst, ' ')
 		}
-		dst = strconv.AppendInt(dst, int64(g), 10)
+		dst = strconv.AppendInt(dst, int64(run), 10)
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, int64(a), 10)
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, int64(u), 10)
+		i += 2 * run
 	}
 	return dst
 }

@@ -42,7 +42,8 @@ const LikersChunk = 128
 //	ARGV[6+m+i] change i's user id   ARGV[7+m+n] "1": update the users' indexes here (one Redis)
 //	ARGV[8+m+n] r   ARGV[9+m+n] the reaction interval in milliseconds   ARGV[9+m+n+k] reaction k's kind
 //	ARGV[a] q (absent: 0), a = 10+m+n+r   ARGV[a+2j-1], ARGV[a+2j] bucket j's interval (µs) and burst
-//	ARGV[a+2q+1] two bucket numbers per change, space-separated: its address's and its user's (0: none)
+//	ARGV[a+2q+1] the changes' buckets as runs, space-separated triples "c a u": the next c changes'
+//	  address's and user's bucket numbers (0: none)
 //	ARGV[t] the timeline's minute, its start in unix seconds, t = a+2q+2 (absent: no timeline)
 //	ARGV[t+1] when the minute's timeline expires, unix seconds   ARGV[t+2] z   ARGV[t+2+i] kind i
 //
@@ -172,12 +173,43 @@ if q > 0 then
     spent[j] = true
     return true
   end
-  local g, nops, any = {}, {}, false
-  for x in string.gmatch(ARGV[la + 2 * q + 1], '%d+') do g[#g + 1] = tonumber(x) end
-  for i = 1, n do
-    if not take(g[2 * i - 1]) then limited[i] = 'a'
-    elseif not take(g[2 * i]) then limited[i] = 'u' end
-    if limited[i] then nops[i] = 'N'; any = true else nops[i] = string.sub(ops, i, i) end
+  -- takeRun spends up to c tokens of bucket j at once and returns how many it gave: what c
+  -- takes in a row would give (gcra at one instant: the k-th token, from 0, fits while k
+  -- intervals fit in the slack, and after the first refusal every later one is refused too).
+  local function takeRun(j, c)
+    local t0, e = tat[j], every[j]
+    if not t0 or t0 < lnow then t0 = lnow end
+    local slack = e * (burst[j] - 1) + lnow - t0
+    if slack < 0 then return 0 end
+    local ok = math.min(c, math.floor(slack / e) + 1)
+    while ok > 0 and (ok - 1) * e > slack do ok = ok - 1 end
+    while ok < c and ok * e <= slack do ok = ok + 1 end
+    if ok > 0 then tat[j] = t0 + ok * e; spent[j] = true end
+    return ok
+  end
+  local nops, any, i = {}, false, 0
+  for c, a, u in string.gmatch(ARGV[la + 2 * q + 1], '(%d+) (%d+) (%d+)') do
+    c, a, u = tonumber(c), tonumber(a), tonumber(u)
+    if a == 0 or u == 0 then -- a run on one bucket (or none): its first ok changes pass
+      local j, flag = a + u, 'a'
+      if a == 0 then flag = 'u' end
+      local ok = c
+      if j > 0 then ok = takeRun(j, c) end
+      nops[#nops + 1] = string.sub(ops, i + 1, i + ok)
+      if ok < c then
+        any = true
+        nops[#nops + 1] = string.rep('N', c - ok)
+        for x = i + ok + 1, i + c do limited[x] = flag end
+      end
+      i = i + c
+    else
+      for x = i + 1, i + c do
+        if not take(a) then limited[x] = 'a'
+        elseif not take(u) then limited[x] = 'u' end
+        if limited[x] then nops[#nops + 1] = 'N'; any = true else nops[#nops + 1] = string.sub(ops, x, x) end
+      end
+      i = i + c
+    end
   end
   if any then ops = table.concat(nops) end
 end
@@ -285,8 +317,9 @@ local function store(adds, rems, idxAdd, idxRem)
     for _, u in ipairs(us) do redis.call('LREM', k, 1, u) end
   end
   if index then
-    for _, k in ipairs(idxAdd) do redis.call('ZADD', k, v, ARGV[1]) end
-    for _, k in ipairs(idxRem) do redis.call('ZREM', k, ARGV[1]) end
+    local call, post = redis.call, ARGV[1] -- locals: a command per changed user
+    for i = 1, #idxAdd do call('ZADD', idxAdd[i], v, post) end
+    for i = 1, #idxRem do call('ZREM', idxRem[i], post) end
   end
   if top ~= cur then redis.call('SET', KEYS[5], string.format('%d', top)) end
   if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
@@ -299,18 +332,21 @@ if n == 0 then
   return finish()
 end
 if not string.find(ops, '[UN]') then
-  local seen, args, adds, idx = {}, {}, {}, {}
+  local seen, args, adds, idx, named = {}, {}, {}, {}, {}
   local distinct = true
   for i = 1, n do
     local k = KEYS[i + 7]
     if seen[k] then distinct = false; break end
     seen[k] = true
     local c = place()
+    local cn = named[c]
+    if not cn then cn = string.format('%d', c); named[c] = cn end
     args[2 * i - 1] = k
-    args[2 * i] = string.format('%d', c)
+    args[2 * i] = cn
     local ck = chunkKey[c]
-    if not adds[ck] then adds[ck] = {} end
-    table.insert(adds[ck], ARGV[6 + m + i])
+    local us = adds[ck]
+    if not us then us = {}; adds[ck] = us end
+    us[#us + 1] = ARGV[6 + m + i]
     if index then idx[i] = KEYS[7 + n + m + i] end
   end
   if distinct and redis.call('MSETNX', unpack(args, 1, 2 * n)) == 1 then

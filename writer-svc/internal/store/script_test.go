@@ -60,7 +60,7 @@ func TestScriptWireFormat(t *testing.T) {
 			return store.ChangeScript.EvalSha(ctx, rdb, k, append(args, 0)...).Slice()
 		}
 		k = append(k, bucket)
-		args = append(args, 1, interval, burst, strings.TrimSpace(strings.Repeat("1 0 ", len(users))))
+		args = append(args, 1, interval, burst, strconv.Itoa(len(users))+" 1 0")
 		return store.ChangeScript.EvalSha(ctx, rdb, k, args...).Slice()
 	}
 	msgs := storetest.Subscribe(t, rdb, storetest.Keys.Channel("p"))
