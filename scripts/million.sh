@@ -33,6 +33,7 @@
 # Environment (defaults): CONNS (1000000), POSTS (1000), NODES (CONNS / 18,000, rounded up),
 # RUNS (1), PHASE_EVENTS ("20000 50000": two increasing rates of events/s), WARMUP (3s),
 # WINDOW (10s), LOADGEN_PER_WORKER (15000: CONNS / it workers), LOADGEN_MAX_CONNECT_RATE (5000),
+# REDIS_NICE (-10), WRITER_NICE (-5), GEN_NICE (10: loadgen),
 # LOADGEN_SOURCES (127.0.0.2-127.0.0.250), QUIET_WAIT (120: most seconds to await TIME_WAIT),
 # MILLION_DIR (.run/million), and anything scripts/ramp.sh takes (BIN, RAMP_PORT_BASE, ...).
 set -euo pipefail
@@ -51,6 +52,9 @@ BIN=${BIN:-bin}
 export LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000}
 export LOADGEN_MAX_CONNECT_RATE=${LOADGEN_MAX_CONNECT_RATE:-5000}
 export LOADGEN_SOURCES=${LOADGEN_SOURCES:-127.0.0.2-127.0.0.250}
+# CPU 1's priorities: Redis and the writer before the tens of loadgen workers that share it (at
+# one priority, Redis starved and the nodes' probes of it timed out: they refused new streams).
+export REDIS_NICE=${REDIS_NICE:--10} WRITER_NICE=${WRITER_NICE:--5} GEN_NICE=${GEN_NICE:-10}
 for b in writer-svc fanout-svc loadgen; do
   [[ -x $BIN/$b ]] || { echo "million: $BIN/$b missing: run make build first" >&2; exit 1; }
 done

@@ -7,6 +7,10 @@
 #   FANOUT_CPUS (default CPU 0)  every fanout-svc node: the system under test gets a core of its own
 #   GEN_CPUS    (default CPU 1)  redis-server, writer-svc and loadgen (coordinator and its workers)
 #   WRITER_CPUS, REDIS_CPUS (default GEN_CPUS)  to give writer-svc or redis-server a CPU of their own
+#   GEN_NICE, REDIS_NICE, WRITER_NICE (unset: none)  nice values for loadgen, redis-server and
+#     writer-svc where they share a CPU: with tens of loadgen workers runnable at once (a million
+#     viewers), Redis left at the same priority answered the nodes' probes too late and they
+#     refused new streams (scripts/million.sh sets them)
 # so the generator never takes CPU from the nodes it measures; loadgen reports its own CPU and the
 # busy share of GEN_CPUS, and warns when they near saturation.
 #
@@ -85,6 +89,9 @@ if command -v taskset >/dev/null && [[ $(nproc) -ge 2 ]]; then
   pins_fanout=(taskset -c "$FANOUT_CPUS")
   pins_writer=(taskset -c "${WRITER_CPUS:-$GEN_CPUS}")
   pins_redis=(taskset -c "${REDIS_CPUS:-$GEN_CPUS}")
+  [[ -z ${GEN_NICE:-} ]] || pins_gen=(nice -n "$GEN_NICE" "${pins_gen[@]}")
+  [[ -z ${WRITER_NICE:-} ]] || pins_writer=(nice -n "$WRITER_NICE" "${pins_writer[@]}")
+  [[ -z ${REDIS_NICE:-} ]] || pins_redis=(nice -n "$REDIS_NICE" "${pins_redis[@]}")
   echo "ramp: fanout nodes on CPU $FANOUT_CPUS; redis, writer and loadgen on CPU $GEN_CPUS" >&2
 else
   echo "ramp: no taskset or a single CPU: processes are not pinned" >&2
