@@ -97,7 +97,35 @@ stop_ramp() {
   wait "$ramp_pgid" 2>/dev/null || true
   ramp_pgid=""
 }
-trap 'code=$?; trap - EXIT INT TERM; stop_ramp; exit $code' EXIT INT TERM
+# Connection tracking: where netfilter's conntrack is loaded (a Docker engine or Kubernetes on the
+# host loads it), every loopback connection takes an entry, and once nf_conntrack_max entries
+# (262,144 by default here) are taken the kernel drops new SYNs ("nf_conntrack: table full,
+# dropping packet" in dmesg): a 300,000-viewer run stopped at 262,144 open, and the writer and
+# the nodes' /metrics then timed out too. The run marks loopback traffic untracked in the raw
+# table (rules tagged likes-million, removed when it exits, and any left by a killed run removed
+# before it starts) rather than raising the table to two million entries (kernel memory of
+# their own, counted in no viewer). deploy/host-tuning.md says the same for a host.
+notrack_rule() { # notrack_rule -I|-D: insert or delete the two rules
+  iptables -t raw "$1" PREROUTING -i lo -m comment --comment likes-million -j CT --notrack 2>/dev/null &&
+    iptables -t raw "$1" OUTPUT -o lo -m comment --comment likes-million -j CT --notrack 2>/dev/null
+}
+untracked=""
+untrack_loopback() {
+  [[ -r /proc/sys/net/netfilter/nf_conntrack_max ]] || return 0 # no conntrack loaded: nothing tracks
+  while notrack_rule -D; do :; done                                # a killed run's
+  if ((CONNS + 1000 > $(cat /proc/sys/net/netfilter/nf_conntrack_max))); then
+    notrack_rule -I || { echo "million: conntrack holds $(cat /proc/sys/net/netfilter/nf_conntrack_max) connections, fewer than CONNS, and iptables could not untrack loopback (root and iptables needed): the run will stop there" >&2; return 0; }
+    untracked=1
+    echo "million: loopback untracked by conntrack for the run (nf_conntrack_max $(cat /proc/sys/net/netfilter/nf_conntrack_max))" >&2
+  fi
+}
+retrack_loopback() {
+  [[ -n $untracked ]] || return 0
+  while notrack_rule -D; do :; done
+  untracked=""
+}
+trap 'code=$?; trap - EXIT INT TERM; stop_ramp; retrack_loopback; exit $code' EXIT INT TERM
+untrack_loopback
 
 # kernel: "slab_kib sunreclaim_kib tcp_mem_pages avail_kib" now.
 kernel() {
