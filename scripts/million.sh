@@ -100,7 +100,7 @@ stop_ramp() {
 # Connection tracking: where netfilter's conntrack is loaded (a Docker engine or Kubernetes on the
 # host loads it), every loopback connection takes an entry, and once nf_conntrack_max entries
 # (262,144 by default here) are taken the kernel drops new SYNs ("nf_conntrack: table full,
-# dropping packet" in dmesg): a 300,000-viewer run stopped at 262,144 open, and the writer and
+# dropping packet" in dmesg): a 300,000-viewer run stopped at 261,784 open, and the writer and
 # the nodes' /metrics then timed out too. The run marks loopback traffic untracked in the raw
 # table (rules tagged likes-million, removed when it exits, and any left by a killed run removed
 # before it starts) rather than raising the table to two million entries (kernel memory of
