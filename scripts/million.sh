@@ -105,26 +105,27 @@ stop_ramp() {
 # table (rules tagged likes-million, removed when it exits, and any left by a killed run removed
 # before it starts) rather than raising the table to two million entries (kernel memory of
 # their own, counted in no viewer). deploy/host-tuning.md says the same for a host.
-notrack_rule() { # notrack_rule -I|-D: insert or delete the two rules
-  iptables -t raw "$1" PREROUTING -i lo -m comment --comment likes-million -j CT --notrack 2>/dev/null &&
-    iptables -t raw "$1" OUTPUT -o lo -m comment --comment likes-million -j CT --notrack 2>/dev/null
-}
+# notrack -I|-D CHAIN -i|-o: insert or delete one chain's rule.
+notrack() { iptables -t raw "$1" "$2" "$3" lo -m comment --comment likes-million -j CT --notrack 2>/dev/null; }
 untracked=""
+retrack_loopback() { # every rule of ours, each chain on its own (a half-made pair included)
+  while notrack -D PREROUTING -i; do :; done
+  while notrack -D OUTPUT -o; do :; done
+}
 untrack_loopback() {
   [[ -r /proc/sys/net/netfilter/nf_conntrack_max ]] || return 0 # no conntrack loaded: nothing tracks
-  while notrack_rule -D; do :; done                                # a killed run's
-  if ((CONNS + 1000 > $(cat /proc/sys/net/netfilter/nf_conntrack_max))); then
-    notrack_rule -I || { echo "million: conntrack holds $(cat /proc/sys/net/netfilter/nf_conntrack_max) connections, fewer than CONNS, and iptables could not untrack loopback (root and iptables needed): the run will stop there" >&2; return 0; }
-    untracked=1
-    echo "million: loopback untracked by conntrack for the run (nf_conntrack_max $(cat /proc/sys/net/netfilter/nf_conntrack_max))" >&2
+  retrack_loopback                                               # a killed run's
+  local max
+  max=$(cat /proc/sys/net/netfilter/nf_conntrack_max)
+  ((CONNS + 1000 > max)) || return 0
+  untracked=1 # before inserting: the exit removes whatever was made
+  if notrack -I PREROUTING -i && notrack -I OUTPUT -o; then
+    echo "million: loopback untracked by conntrack for the run (nf_conntrack_max $max)" >&2
+  else
+    echo "million: conntrack holds $max connections, fewer than CONNS, and iptables could not untrack loopback (root and iptables needed): the run will stop there" >&2
   fi
 }
-retrack_loopback() {
-  [[ -n $untracked ]] || return 0
-  while notrack_rule -D; do :; done
-  untracked=""
-}
-trap 'code=$?; trap - EXIT INT TERM; stop_ramp; retrack_loopback; exit $code' EXIT INT TERM
+trap 'code=$?; trap - EXIT INT TERM; stop_ramp; [[ -z $untracked ]] || retrack_loopback; exit $code' EXIT INT TERM
 untrack_loopback
 
 # kernel: "slab_kib sunreclaim_kib tcp_mem_pages avail_kib" now.

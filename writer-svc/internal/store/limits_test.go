@@ -18,8 +18,8 @@ import (
 func TestLimitRunsSpendInOrder(t *testing.T) {
 	s, rdb := storetest.NewStore(t)
 	ctx := context.Background()
-	rate := func(s string) ratelimit.Rate {
-		r, err := ratelimit.ParseRate(s)
+	rate := func(spec string) ratelimit.Rate {
+		r, err := ratelimit.ParseRate(spec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -176,15 +176,15 @@ if q > 0 then
   -- takeRun spends up to c tokens of bucket j at once and returns how many it gave: what c
   -- takes in a row would give (gcra at one instant: the k-th token, from 0, fits while k
   -- intervals fit in the slack, and after the first refusal every later one is refused too).
+  -- Every number is a whole count of microseconds far below 2^53, so the floor is exact.
   local function takeRun(j, c)
     local t0, e = tat[j], every[j]
     if not t0 or t0 < lnow then t0 = lnow end
     local slack = e * (burst[j] - 1) + lnow - t0
     if slack < 0 then return 0 end
     local ok = math.min(c, math.floor(slack / e) + 1)
-    while ok > 0 and (ok - 1) * e > slack do ok = ok - 1 end
-    while ok < c and ok * e <= slack do ok = ok + 1 end
-    if ok > 0 then tat[j] = t0 + ok * e; spent[j] = true end
+    tat[j] = t0 + ok * e
+    spent[j] = true
     return ok
   end
   local nops, any, i = {}, false, 0
