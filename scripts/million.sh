@@ -16,8 +16,10 @@
 # memory per viewer is /proc/meminfo's Slab and SUnreclaim and /proc/net/sockstat's TCP memory,
 # read before the ramp and at the hold (after the idle step), over the viewers open; both ends of
 # every socket are on this machine, so the per-end figure is an estimate: half of it. loadgen's
-# memory per viewer is its processes' RSS (coordinator and workers, whole) at the hold over the
-# viewers open. Free memory is MemAvailable before the ramp and at the hold.
+# memory per viewer is its own figure at the end of the idle step (the ramp's CSV,
+# generator_mem_per_viewer_b: its workers' private resident memory plus the coordinator's whole
+# RSS, over the viewers open; each page of the program, shared by all workers, counts once). Free
+# memory is MemAvailable before the ramp and at the hold.
 #
 # Not yet measured (issue 37's other phases): one post of 100,000 viewers liked once, a node
 # killed with 20,000 viewers, write-path isolation (the writer's likes per CPU-second while the
@@ -136,21 +138,10 @@ kernel() {
       printf "%s %s\n", m, a }' /proc/meminfo
 }
 
-# loadgen_rss PID: the summed RSS in bytes of the loadgen processes under PID (coordinator and
-# workers).
-loadgen_rss() {
-  ps -e -o pid=,ppid=,rss=,comm= | awk -v root="$1" '
-    { parent[$1] = $2; rss[$1] = $3; comm[$1] = $4 }
-    END { for (p in parent) { if (comm[p] != "loadgen") continue
-        for (q = p; q in parent && q != root; q = parent[q]) {}
-        if (q == root) sum += rss[p] }
-      printf "%.0f\n", sum * 1024 }'
-}
-
 # run N: one ramp to CONNS with its steps; writes the run's figures, "name<TAB>value" a line, to
 # OUT/run-N.tsv.
 run() {
-  local dir="$OUT/run-$1" before hold="" lg_rss="" load
+  local dir="$OUT/run-$1" before hold="" load
   rm -rf "$dir"
   mkdir -p "$dir"
   quiet_sockets "$QUIET_WAIT"
@@ -166,7 +157,6 @@ run() {
   while kill -0 "$ramp_pgid" 2>/dev/null; do
     if grep -Eqs '^step 1/[0-9]+ \(.*\): (clean|broke)' "$dir/ramp.log"; then
       hold=$(kernel)
-      lg_rss=$(loadgen_rss "$ramp_pgid")
       break
     fi
     sleep 0.2
@@ -178,7 +168,7 @@ run() {
   [[ -n $hold ]] || { echo "million: run $1: the ramp ended before its idle step did, see $dir/ramp.log" >&2; exit 1; }
   # The figures by column name, from the ramp's CSV (loadgen/internal/report/columns.go): data
   # row 1 the idle step, rows k+1 and k+2 the load phases.
-  awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" -v lg="$lg_rss" \
+  awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" \
     -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" '
     function out(name, v) { printf "%s\t%s\n", name, v }
     function num(v) { return v != "" && v != "-" && v !~ /NaN/ }
@@ -201,8 +191,9 @@ run() {
       out("nodes RSS per viewer B (above 0 viewers)", num(cell[1, col["mem_per_conn_idle_kib"]]) ? sprintf("%.0f", cell[1, col["mem_per_conn_idle_kib"]] * 1024) : "-")
       for (n = 1; n <= nodes; n++) if (("node" n "_rss_bytes") in col) rss += cell[1, col["node" n "_rss_bytes"]]
       out("nodes RSS MiB (whole)", sprintf("%.0f", rss / 1048576))
-      out("loadgen RSS per viewer B (whole)", per(lg, open))
-      out("loadgen RSS MiB (whole)", sprintf("%.0f", lg / 1048576))
+      lg = cell[1, col["generator_mem_per_viewer_b"]]
+      out("loadgen memory per viewer B", lg)
+      out("loadgen memory MiB", num(lg) ? sprintf("%.0f", lg * open / 1048576) : "-")
       slab = (h[1] - b[1]) * 1024; unrec = (h[2] - b[2]) * 1024; tcp = (h[3] - b[3]) * 4096
       out("kernel Slab per viewer B (both ends)", per(slab, open))
       out("kernel SUnreclaim per viewer B (both ends)", per(unrec, open))

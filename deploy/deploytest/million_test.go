@@ -53,6 +53,10 @@ func TestMillionScript(t *testing.T) {
 	if got := table["viewers failed"]; got != "0" {
 		t.Errorf("viewers failed = %q, want 0\n%s", got, stdout.String())
 	}
+	// The generator's own memory comes from the ramp's CSV (its workers' figure): a number.
+	if got, err := strconv.Atoi(table["loadgen memory per viewer B"]); err != nil || got <= 0 {
+		t.Errorf("loadgen memory per viewer B = %q, want a positive number\n%s", table["loadgen memory per viewer B"], stdout.String())
+	}
 	for _, port := range []int{base + 80, base + 90, base + 91, base + 379} {
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
 			c.Close()

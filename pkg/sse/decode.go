@@ -23,14 +23,15 @@ type Event struct {
 
 // Decoder parses an event stream fed in arbitrary pieces (frames may be split anywhere). It keeps
 // its buffers between calls, so a steady stream is decoded without allocating. The zero value is
-// ready to use.
+// ready to use. A load generator keeps one per viewer: the bools sit together, with no padding
+// between.
 type Decoder struct {
 	line     []byte
 	cur      Event
-	hasData  bool
 	retry    int64 // -1 until a retry field is seen in the current event
+	Comments int   // comment lines seen (heartbeats)
+	hasData  bool
 	started  bool
-	Comments int // comment lines seen (heartbeats)
 }
 
 // Feed parses p and calls emit for each complete event.

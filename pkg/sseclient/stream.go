@@ -28,15 +28,16 @@ type StatusError struct {
 
 func (e *StatusError) Error() string { return fmt.Sprintf("sseclient: status %d", e.Code) }
 
-// Stream decodes one response. The zero value is ready for a new response.
+// Stream decodes one response. The zero value is ready for a new response. A load generator
+// keeps one per viewer, hundreds of thousands: the bools sit together, with no padding between.
 type Stream struct {
 	head     []byte
-	headDone bool
 	status   int
 	retry    time.Duration // Retry-After
-	chunked  bool
 	chunk    chunkReader
 	dec      sse.Decoder
+	headDone bool
+	chunked  bool
 }
 
 // Open reports whether the head was read with status 200, so events may follow.

@@ -3,6 +3,7 @@ package procstat
 import (
 	"bufio"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -46,4 +47,22 @@ func TestLiveReadings(t *testing.T) {
 	if CPU() <= 0 || x == 0 {
 		t.Fatal("CPU() = 0 after spinning")
 	}
+}
+
+// TestMemoryCountsTheHeap: 64 MiB written into a fresh buffer shows in the private part (heap),
+// and the whole resident memory holds the private part.
+func TestMemoryCountsTheHeap(t *testing.T) {
+	_, before := Memory()
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	rss, after := Memory()
+	if after-before < 48<<20 {
+		t.Fatalf("private memory grew %d bytes with 64 MiB written; want at least 48 MiB", after-before)
+	}
+	if rss < after {
+		t.Fatalf("resident %d < private %d", rss, after)
+	}
+	runtime.KeepAlive(buf)
 }

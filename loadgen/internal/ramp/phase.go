@@ -360,6 +360,9 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	genMicros := float64(f.s1.ownCPU-f.s0.ownCPU)/1e3 + float64(f.s1.status.CPUMicros-f.s0.status.CPUMicros)
 	ph.GenCPUPct = report.Float(genMicros / 1e6 / dt * 100)
 	ph.GenCoreBusyPct = report.Float(procstat.BusyPercent(f.s0.cores, f.s1.cores))
+	ownRSS, _ := procstat.Memory()
+	ph.GenMemBytes = report.Float(float64(ownRSS + f.end.PrivateBytes))
+	ph.GenMemPerViewerB = report.Float(memPerConn(float64(ph.GenMemBytes), 0, float64(ph.ConnsOpen)))
 	r.fillNodes(ph, f)
 	ph.EventsPerNodeCPUSec = report.Float(math.NaN())
 	if ph.NodesCPUPct.Known() && ph.NodesCPUPct > 0 {

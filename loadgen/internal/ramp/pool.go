@@ -108,7 +108,7 @@ func (p *pool) all(req worker.Request) ([]worker.Reply, error) {
 	return replies, nil
 }
 
-// status sums the workers' counters; CPU is summed too.
+// status sums the workers' counters; CPU and memory are summed too.
 func (p *pool) status() (worker.Status, error) {
 	replies, err := p.all(worker.Request{Op: worker.OpStatus})
 	var total worker.Status
@@ -128,6 +128,7 @@ func (p *pool) status() (worker.Status, error) {
 		total.Watching += s.Watching
 		total.Malformed += s.Malformed
 		total.CPUMicros += s.CPUMicros
+		total.PrivateBytes += s.PrivateBytes
 		total.Moved += s.Moved
 		total.MovedOpen += s.MovedOpen
 		if s.MovedFirstUS > 0 && (total.MovedFirstUS == 0 || s.MovedFirstUS < total.MovedFirstUS) {

@@ -49,6 +49,7 @@ var columns = []column{
 	{"gen CPU%", "generator_cpu_pct", func(p *Phase) string { return pct0(p.GenCPUPct) }},
 	{"gen cores busy%", "generator_cores_busy_pct", func(p *Phase) string { return pct0(p.GenCoreBusyPct) }},
 	{"gen saturated", "generator_saturated", func(p *Phase) string { return yes(p.GenSaturated) }},
+	{"gen B/viewer", "generator_mem_per_viewer_b", func(p *Phase) string { return p.GenMemPerViewerB.format(0) }},
 	{"connect ms", "connect_ms", func(p *Phase) string { return i(p.ConnectMillis) }},
 	{"connect node-CPU-us", "connect_node_cpu_us", func(p *Phase) string { return p.ConnectNodeCPUMicros.format(0) }},
 	{"watching/s", "watching_per_sec", func(p *Phase) string { return f0(p.WatchingPerSec) }},

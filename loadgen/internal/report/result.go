@@ -102,7 +102,12 @@ type Phase struct {
 	GenCPUPct      Float `json:"generator_cpu_pct"` // all generator processes, % of one core
 	GenCoreBusyPct Float `json:"generator_cores_busy_pct"`
 	GenSaturated   bool  `json:"generator_saturated"`
-	NodesCPUPct    Float `json:"nodes_cpu_pct"` // sum over nodes, % of one core
+	// GenMemBytes is the generator's resident memory at the phase's end: the workers' private
+	// memory plus the coordinator's whole RSS (which holds the program's pages, shared by all),
+	// so each page counts once; GenMemPerViewerB is that over the viewers open.
+	GenMemBytes      Float `json:"generator_mem_bytes"`
+	GenMemPerViewerB Float `json:"generator_mem_per_viewer_bytes"`
+	NodesCPUPct      Float `json:"nodes_cpu_pct"` // sum over nodes, % of one core
 	// EventsPerNodeCPUSec is events delivered per second of fanout CPU (all nodes): the figure
 	// to compare with a bare write loop on the same core.
 	EventsPerNodeCPUSec Float `json:"events_per_node_cpu_sec"`

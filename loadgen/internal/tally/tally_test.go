@@ -3,6 +3,7 @@ package tally
 import (
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func TestSum(t *testing.T) {
@@ -46,6 +47,38 @@ func TestConcurrentAdd(t *testing.T) {
 	wg.Wait()
 	if got, want := tl.Sum(0, 3*chunkLen), int64(8*3*chunkLen); got != want {
 		t.Fatalf("Sum = %d; want %d", got, want)
+	}
+}
+
+// TestFarCounts adds counts in other pages and at the last one a tally holds, from racing
+// goroutines: each page and chunk is made once, and no delivery is lost to a lost race.
+func TestFarCounts(t *testing.T) {
+	tl := New(0)
+	far := []int64{1, chunkLen, chunkLen + 1, chunkLen * pageLen, chunkLen*pageLen + 1, 5 * chunkLen * pageLen, MaxCounts}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for _, count := range far {
+				tl.Add(count)
+			}
+		})
+	}
+	wg.Wait()
+	for _, count := range far {
+		if got := tl.Sum(count-1, count); got != 8 {
+			t.Errorf("Sum of count %d = %d; want 8", count, got)
+		}
+	}
+	if got, want := tl.Sum(0, MaxCounts), int64(8*len(far)); got != want {
+		t.Errorf("Sum of all = %d; want %d", got, want)
+	}
+}
+
+// TestEmptyTallyIsSmall: a run keeps a tally per post per worker per phase, most of them for posts
+// whose likes fit one chunk; the fixed part must stay a small fraction of that chunk.
+func TestEmptyTallyIsSmall(t *testing.T) {
+	if size := unsafe.Sizeof(Tally{}); size > 1100 {
+		t.Fatalf("an empty tally takes %d bytes; want at most 1100", size)
 	}
 }
 

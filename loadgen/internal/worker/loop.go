@@ -21,6 +21,13 @@ const (
 	eventsPerWait = 512
 )
 
+// handshake is a viewer being connected and when it must be open, on its loop's clock (loop.now):
+// kept with the loop's list of handshakes rather than in every viewer for its whole life.
+type handshake struct {
+	v        *viewer
+	deadline int64
+}
+
 // errTimeout is why a handshake that took too long failed.
 var errTimeout = errors.New("timeout")
 
@@ -32,12 +39,14 @@ type loop struct {
 	w       *Worker
 	epfd    int
 	buf     []byte
+	req     []byte // the request being sent (loop goroutine only)
 	timeout time.Duration
+	epoch   time.Time // the zero of now
 
-	mu       sync.Mutex // guards incoming
-	incoming []*viewer  // registered since the last sweep
+	mu       sync.Mutex  // guards incoming
+	incoming []handshake // registered since the last sweep
 
-	pending  []*viewer // still connecting or awaiting the head (loop goroutine only)
+	pending  []handshake // still connecting or awaiting the head (loop goroutine only)
 	byFD     []atomic.Pointer[viewer]
 	abandon  atomic.Bool
 	stop     atomic.Bool
@@ -50,7 +59,7 @@ func newLoop(w *Worker, maxFD int, readBuffer int, timeout time.Duration) (*loop
 		return nil, err
 	}
 	return &loop{
-		w: w, epfd: epfd, buf: make([]byte, readBuffer), timeout: timeout,
+		w: w, epfd: epfd, buf: make([]byte, readBuffer), timeout: timeout, epoch: time.Now(),
 		byFD: make([]atomic.Pointer[viewer], maxFD), finished: make(chan struct{}),
 	}, nil
 }
@@ -62,9 +71,8 @@ func (l *loop) add(v *viewer, fd int) error {
 		return errors.New("file descriptor beyond the open-file limit")
 	}
 	v.fd = fd
-	v.deadline = time.Now().Add(l.timeout)
 	l.mu.Lock()
-	l.incoming = append(l.incoming, v)
+	l.incoming = append(l.incoming, handshake{v: v, deadline: l.now() + int64(l.timeout)})
 	l.mu.Unlock()
 	l.byFD[fd].Store(v) // publishes v to the loop
 	ev := unix.EpollEvent{Events: unix.EPOLLOUT, Fd: int32(fd)}
@@ -76,6 +84,9 @@ func (l *loop) add(v *viewer, fd int) error {
 	}
 	return nil
 }
+
+// now is the loop's monotonic clock in nanoseconds.
+func (l *loop) now() int64 { return int64(time.Since(l.epoch)) }
 
 // run waits for ready sockets until stop is set, then closes every socket. It exits after stop.
 func (l *loop) run() {
@@ -132,8 +143,9 @@ func (l *loop) connected(v *viewer) {
 		l.end(v, err)
 		return
 	}
-	n, err := unix.Write(v.fd, v.target.request)
-	if err == nil && n < len(v.target.request) {
+	l.req = v.w.targets[v.node].appendRequest(l.req[:0], v.w.paths[v.post()])
+	n, err := unix.Write(v.fd, l.req)
+	if err == nil && n < len(l.req) {
 		err = errors.New("short write of the request")
 	}
 	if err != nil {
@@ -166,17 +178,18 @@ func (l *loop) sweep() {
 	l.incoming = l.incoming[:0]
 	l.mu.Unlock()
 	abandon := l.abandon.Swap(false)
-	now := time.Now()
+	now := l.now()
 	kept := l.pending[:0]
-	for _, v := range l.pending {
+	for _, h := range l.pending {
+		v := h.v
 		if v.state.Load() != statePending || v.fd < 0 || l.byFD[v.fd].Load() != v {
 			continue
 		}
-		if abandon || now.After(v.deadline) {
+		if abandon || now > h.deadline {
 			l.end(v, errTimeout)
 			continue
 		}
-		kept = append(kept, v)
+		kept = append(kept, h)
 	}
 	clear(l.pending[len(kept):])
 	l.pending = kept

@@ -89,20 +89,23 @@ type Reply struct {
 
 // Status is a worker's counters, cumulative since it started.
 type Status struct {
-	Wanted     int            `json:"wanted"` // viewers asked for
-	Pending    int            `json:"pending"`
-	Open       int            `json:"open"`
-	Failed     int            `json:"failed"`
-	Refused    int            `json:"refused"`
-	Dropped    int            `json:"dropped"`
-	Events     int64          `json:"events"`
-	Watching   int64          `json:"watching"`  // watching events (not counted in Events)
-	Reactions  int64          `json:"reactions"` // reactions events (not counted in Events)
-	Malformed  int64          `json:"malformed"`
-	CPUMicros  int64          `json:"cpu_us"`
-	AtUS       int64          `json:"at_us"`
-	Errors     map[string]int `json:"errors,omitempty"`
-	NoFileSoft uint64         `json:"nofile_soft"`
+	Wanted    int   `json:"wanted"` // viewers asked for
+	Pending   int   `json:"pending"`
+	Open      int   `json:"open"`
+	Failed    int   `json:"failed"`
+	Refused   int   `json:"refused"`
+	Dropped   int   `json:"dropped"`
+	Events    int64 `json:"events"`
+	Watching  int64 `json:"watching"`  // watching events (not counted in Events)
+	Reactions int64 `json:"reactions"` // reactions events (not counted in Events)
+	Malformed int64 `json:"malformed"`
+	CPUMicros int64 `json:"cpu_us"`
+	// PrivateBytes is the worker's private resident memory (procstat.Memory: heap, stacks, the
+	// runtime's own; not the program's pages, which all workers share).
+	PrivateBytes int64          `json:"private_bytes"`
+	AtUS         int64          `json:"at_us"`
+	Errors       map[string]int `json:"errors,omitempty"`
+	NoFileSoft   uint64         `json:"nofile_soft"`
 	// With Init.Reconnect: viewers whose stream ended and who reconnected elsewhere (not counted
 	// in Dropped), how many of them the other nodes admitted (a head that said 200; a refusal
 	// counts in Refused, a failure in Failed), and, in unix microseconds, when the first stream

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"errors"
-	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,23 +22,16 @@ const (
 )
 
 // viewer is one SSE connection. Once registered with its loop, only the loop's goroutine touches
-// fd, requested, stream and nowUS; other goroutines read the atomics.
+// fd, requested, stream and nowUS; other goroutines read the atomics. A worker holds up to 20,000
+// of them and a million-viewer run 67 workers: the fields are ordered so that the struct fills a
+// 320-byte size class with no padding (the bools together at the end), and its post is derived
+// from its index rather than stored.
 type viewer struct {
 	w     *Worker
-	index int // its global index
-	post  int // its (first) post
+	index int // its global index; its (first) post is index mod posts
 	node  int // index of its fanout node
-	// moved: it replaced a viewer whose stream ended (Init.Reconnect). Its frames count as
-	// deliveries but not in the latency histogram: the phase's latency is that of the viewers
-	// who stayed, and the move's length is reported on its own.
-	moved  bool
-	shard  int
-	target target
-	source netip.Addr
 
-	state   atomic.Int32
-	last    []atomic.Int64 // newest count received of each post it follows; -1 before any
-	inPhase atomic.Bool    // open when the current phase began: its deliveries are measured
+	last []atomic.Int64 // newest count received of each post it follows; -1 before any
 	// rx is the sum of the counts of the newest reactions event of its post (-1 before any);
 	// reactions are measured on single-post streams only (a room is one post). frames are the
 	// frames (count events) of the phase's window it received.
@@ -47,14 +39,26 @@ type viewer struct {
 	frames atomic.Int64
 	sample atomic.Pointer[arrivals] // the phase's record of its frames; nil: not sampled
 
-	fd        int
-	deadline  time.Time // for the handshake
-	requested bool      // the request was sent
-	seenCount bool      // a count event came (read by the loop only)
-	stream    sseclient.Stream
-	nowUS     int64
-	emitFn    func(*sse.Event) // v.emit, bound once so Feed does not allocate a closure per read
+	fd     int
+	nowUS  int64
+	emitFn func(*sse.Event) // v.emit, bound once so Feed does not allocate a closure per read
+	stream sseclient.Stream
+
+	state   atomic.Int32
+	inPhase atomic.Bool // open when the current phase began: its deliveries are measured
+	// moved: it replaced a viewer whose stream ended (Init.Reconnect). Its frames count as
+	// deliveries but not in the latency histogram: the phase's latency is that of the viewers
+	// who stayed, and the move's length is reported on its own.
+	moved     bool
+	requested bool // the request was sent
+	seenCount bool // a count event came (read by the loop only)
 }
+
+// post is the viewer's (first) post.
+func (v *viewer) post() int { return v.index % v.w.posts }
+
+// shard is the viewer's latency histogram (and, modulo the loops, its loop).
+func (v *viewer) shard() int { return v.index % latencyShards }
 
 // received feeds bytes read from the socket.
 func (v *viewer) received(p []byte) {
@@ -124,7 +128,7 @@ func (v *viewer) emit(e *sse.Event) {
 		v.w.movedCurrent(v.nowUS)
 	}
 	if ph := v.w.phase.Load(); ph != nil && v.inPhase.Load() && !seen {
-		ph.record(post, v.shard, count, ts, v.nowUS, !v.moved)
+		ph.record(post, v.shard(), count, ts, v.nowUS, !v.moved)
 		if ts >= ph.startUS && ts < ph.endUS {
 			v.frames.Add(1)
 		}
@@ -140,14 +144,14 @@ func (v *viewer) emit(e *sse.Event) {
 func (v *viewer) parse(data []byte) (post, slot int, count, ts int64, ok bool) {
 	if len(v.last) == 1 {
 		count, ts, err := update.ParseCount(data)
-		return v.post, 0, count, ts, err == nil
+		return v.post(), 0, count, ts, err == nil
 	}
 	id, count, ts, err := update.SplitCount(data)
 	if err != nil {
 		return 0, 0, 0, 0, false
 	}
 	post, known := v.w.postIndex[string(id)]
-	slot = (post - v.post + v.w.posts) % v.w.posts
+	slot = (post - v.post() + v.w.posts) % v.w.posts
 	if !known || slot >= len(v.last) {
 		return 0, 0, 0, 0, false // a post this viewer does not follow
 	}

@@ -33,7 +33,8 @@ type Worker struct {
 	posts      int
 	feed       int            // posts per viewer (1: single-post streams)
 	postIndex  map[string]int // post id -> index, for feed streams
-	targets    [][]target     // [node][first post]
+	targets    []target       // per node
+	paths      []string       // the stream path of a viewer, by its first post
 	sources    []netip.Addr   // empty: the kernel's choice
 	loops      []*loop        // one epoll reader per usable CPU
 	handshakes chan struct{}  // semaphore of maxHandshakes
@@ -141,10 +142,11 @@ func (w *Worker) init(ctx context.Context, in *Init) error {
 	if feed > len(in.Posts) || feed > maxFeed {
 		return fmt.Errorf("a feed of %d posts needs at least that many posts and at most %d", feed, maxFeed)
 	}
-	targets, err := newTargets(ctx, in.Nodes, in.Posts, feed)
+	targets, err := newTargets(ctx, in.Nodes)
 	if err != nil {
 		return err
 	}
+	w.paths = streamPaths(in.Posts, feed)
 	w.feed, w.postIndex = feed, make(map[string]int, len(in.Posts))
 	for p, id := range in.Posts {
 		w.postIndex[id] = p
@@ -235,7 +237,11 @@ func (w *Worker) launch(ctx context.Context, c *Connect) {
 
 // start opens a viewer's socket and hands it to its loop.
 func (w *Worker) start(v *viewer) {
-	fd, err := openSocket(v.source, v.target.addr)
+	var source netip.Addr
+	if len(w.sources) > 0 {
+		source = w.sources[v.index%len(w.sources)]
+	}
+	fd, err := openSocket(source, w.targets[v.node].addr)
 	if err != nil {
 		v.fail(stateFailed, reason(err))
 		return
@@ -253,19 +259,12 @@ func (w *Worker) newViewer(index int) *viewer {
 
 // newViewerAt returns viewer index, of post index mod posts, on node.
 func (w *Worker) newViewerAt(index, node int) *viewer {
-	post := index % w.posts
 	v := &viewer{
-		w:      w,
-		index:  index,
-		post:   post,
-		node:   node,
-		shard:  index % latencyShards,
-		target: w.targets[node][post],
-		fd:     -1,
-		last:   make([]atomic.Int64, w.feed),
-	}
-	if len(w.sources) > 0 {
-		v.source = w.sources[index%len(w.sources)]
+		w:     w,
+		index: index,
+		node:  node,
+		fd:    -1,
+		last:  make([]atomic.Int64, w.feed),
 	}
 	for k := range v.last {
 		v.last[k].Store(-1)
@@ -279,7 +278,7 @@ func (w *Worker) newViewerAt(index, node int) *viewer {
 }
 
 // loopOf returns the loop that reads v's socket.
-func (w *Worker) loopOf(v *viewer) *loop { return w.loops[v.shard%len(w.loops)] }
+func (w *Worker) loopOf(v *viewer) *loop { return w.loops[v.shard()%len(w.loops)] }
 
 // opened is called once by a viewer whose head said 200.
 func (w *Worker) opened(v *viewer) {
@@ -343,6 +342,7 @@ func (w *Worker) status() *Status {
 		MovedCurrentUS: w.moves.latest.Load(),
 	}
 	st.NoFileSoft, _ = procstat.NoFile()
+	_, st.PrivateBytes = procstat.Memory()
 	w.mu.Lock()
 	if len(w.reasons) > 0 {
 		st.Errors = make(map[string]int, len(w.reasons))
@@ -382,7 +382,7 @@ func (w *Worker) begin(b *Begin) (*BeginReply, error) {
 			measured = append(measured, v)
 			rep.Open++
 			for k := range v.last {
-				rep.Viewers[(v.post+k)%w.posts]++
+				rep.Viewers[(v.post()+k)%w.posts]++
 			}
 		}
 	}
@@ -436,11 +436,11 @@ func (w *Worker) converge(ctx context.Context, c *Converge) (*ConvergeReply, err
 // reactions, its post's final reactions.
 func (w *Worker) converged(v *viewer, final, reactions []int64) bool {
 	for k := range v.last {
-		if v.last[k].Load() != final[(v.post+k)%w.posts] {
+		if v.last[k].Load() != final[(v.post()+k)%w.posts] {
 			return false
 		}
 	}
-	return reactions == nil || v.rx.Load() == reactions[v.post]
+	return reactions == nil || v.rx.Load() == reactions[v.post()]
 }
 
 func (w *Worker) report(r *ReportRange) (*Report, error) {
@@ -466,16 +466,16 @@ func (w *Worker) displays() ([]Display, []Sampled) {
 		}
 		if a := v.sample.Load(); a != nil {
 			if frames := a.copy(); len(frames) > 0 {
-				sampled = append(sampled, Sampled{Post: v.post, Frames: frames})
+				sampled = append(sampled, Sampled{Post: v.post(), Frames: frames})
 			}
 		}
 		n := v.frames.Load()
-		k := key{v.post, v.node}
+		k := key{v.post(), v.node}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, Display{Post: v.post, Node: v.node, Frames: map[int64]int{}})
+			out = append(out, Display{Post: v.post(), Node: v.node, Frames: map[int64]int{}})
 		}
 		d := &out[i]
 		d.Viewers++

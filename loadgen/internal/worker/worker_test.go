@@ -192,6 +192,9 @@ func TestDeliveryConvergenceAndLatency(t *testing.T) {
 	if st.Dropped != 0 || st.Failed != 0 || st.Malformed != 0 {
 		t.Fatalf("status %+v; want no drops, failures or malformed events", st)
 	}
+	if st.PrivateBytes <= 0 {
+		t.Fatalf("private memory %d; want the worker's own, above 0", st.PrivateBytes)
+	}
 }
 
 func TestRefusedAndDropped(t *testing.T) {
