@@ -193,6 +193,23 @@ func TestAllOn(t *testing.T) {
 	if get(objs["Secret/likes-session"], "metadata", "annotations", "helm.sh/resource-policy") != "keep" {
 		t.Error("the generated session key is not kept across an uninstall")
 	}
+	// fanout.sysctls lands in the fanout pods' securityContext, beside the restricted settings,
+	// and in no other workload's.
+	fanoutSecurity := get(objs["Deployment/fanout-svc"], "spec", "template", "spec", "securityContext")
+	if got := fmt.Sprint(get(fanoutSecurity, "sysctls")); got != "[map[name:net.core.somaxconn value:16384]]" {
+		t.Errorf("fanout-svc's sysctls %s; want net.core.somaxconn 16384 from fanout.sysctls", got)
+	}
+	if v, _ := get(fanoutSecurity, "sysctls", "0", "value").(string); v != "16384" {
+		t.Errorf("fanout-svc's sysctl value %#v; want the string the Pod's API takes", get(fanoutSecurity, "sysctls", "0", "value"))
+	}
+	if get(fanoutSecurity, "runAsNonRoot") != true {
+		t.Errorf("fanout-svc's securityContext %v lost runAsNonRoot beside its sysctls", fanoutSecurity)
+	}
+	for _, id := range []string{"Deployment/writer-svc", "StatefulSet/redis", "StatefulSet/sentinel"} {
+		if s := get(objs[id], "spec", "template", "spec", "securityContext", "sysctls"); s != nil {
+			t.Errorf("%s has sysctls %v; fanout.sysctls is fanout's alone", id, s)
+		}
+	}
 	for _, o := range []string{"Ingress/likes", "Ingress/likes-streams"} {
 		if c := get(objs[o], "spec", "ingressClassName"); c != "nginx" {
 			t.Errorf("%s: class %v; want the value's nginx", o, c)
@@ -241,6 +258,8 @@ func TestSchemaRefuses(t *testing.T) {
 		{"--set", "fanout.config.max-conns=1"},
 		{"--set", "redis.data.appendfsync=sometimes"},
 		{"--set-json", `ingress.writerPaths=[{"path":"like","pathType":"Prefix"}]`},
+		{"--set-json", `fanout.sysctls=[{"name":"net.core.somaxconn"}]`},
+		{"--set-json", `fanout.sysctls=[{"name":"somaxconn","value":"16384"}]`},
 	} {
 		out, err := helm(t, append([]string{"template", "likes", Chart(repoRoot)}, set...)...)
 		if err == nil || !strings.Contains(out, "don't meet the specifications of the schema") {
