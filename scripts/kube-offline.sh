@@ -223,6 +223,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
 serializeImagePulls: false
+# The fanout pods' listen backlog (deploy/helm/values-kube-offline.yaml sets it, the kube suite
+# reads it back): namespaced, but not on the kubelet's safe list, so a kubelet refuses a Pod that
+# asks for it (SysctlForbidden) unless allowed here, as an operator's nodes would have to.
+allowedUnsafeSysctls: [net.core.somaxconn]
 YAML
 launch kubelet kubelet --config="$KUBE_STATE/kubelet.yaml" --kubeconfig="$KUBE_STATE/kubelet.kubeconfig" \
   --root-dir="$KUBE_STATE/kubelet" --hostname-override="$KUBE_NODE" --node-ip="$KUBE_NODE_IP"

@@ -33,6 +33,8 @@ func TestKubeDeploy(t *testing.T) {
 	needCluster(t)
 	var got figures
 	d := stepInstall(t, &got)
+	stepPodSecurity(t)
+	stepSomaxconn(t, &got)
 	stepLike(t, d)
 	stepIngress(t, d, &got)
 	stepScaleAndRamp(t, d, &got)
@@ -50,8 +52,11 @@ func TestKubeDeploy(t *testing.T) {
 func stepInstall(t *testing.T, got *figures) deployment {
 	start := time.Now()
 	// The namespace first, with its Pod Security label (a chart installs into a namespace, it
-	// does not make it).
-	mustKubectl(t, time.Minute, "apply", "--server-side", "-f", "deploy/base/namespace.yaml")
+	// does not make it), then the levels that admit the fanout Pods' sysctl (sysctl_test.go).
+	// --force-conflicts: on a cluster kept from an earlier run, admitSysctls's label owns the
+	// enforce level, and the base's applies over it before admitSysctls sets it again.
+	mustKubectl(t, time.Minute, "apply", "--server-side", "--force-conflicts", "-f", "deploy/base/namespace.yaml")
+	admitSysctls(t)
 	mustHelm(t, 5*time.Minute, "upgrade", "--install", release, helmtest.Chart(repoRoot), "--namespace", namespace,
 		"-f", "deploy/helm/values-kube-offline.yaml")
 	// The credentials Job makes the Secret every Redis pod and service mounts; its pod completes

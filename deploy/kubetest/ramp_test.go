@@ -13,8 +13,9 @@ import (
 // through writer-svc as load-test users (--identity bench: the benchmark key that the chart's
 // writer.benchSessions, on in deploy/helm/values-kube-offline.yaml, turns the writers'
 // benchmark mode on with), Redis read through the Sentinels as the monitor
-// user, both from the Secret the credentials Job made; JSON on stdout. It meets the namespace's
-// "restricted" Pod Security like the base's Pods.
+// user, both from the Secret the credentials Job made; JSON on stdout. It meets "restricted"
+// Pod Security like the base's Pods (the namespace's warn level while the suite runs:
+// sysctl_test.go).
 const rampJob = `apiVersion: batch/v1
 kind: Job
 metadata:
