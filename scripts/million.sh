@@ -37,6 +37,8 @@
 # WINDOW (10s), LOADGEN_PER_WORKER (15000: CONNS / it workers), LOADGEN_MAX_CONNECT_RATE (5000),
 # REDIS_NICE (-10), WRITER_NICE (-5), GEN_NICE (10: loadgen),
 # LOADGEN_SOURCES (127.0.0.2-127.0.0.250), QUIET_WAIT (120: most seconds to await TIME_WAIT),
+# MAX_LOAD (ALONE_MAX_LOAD or 1: the 1-minute load average each run after the first waits to be
+# below, as scripts/alone.sh does for the first), LOAD_WAIT (900: most seconds to wait for it),
 # MILLION_DIR (.run/million), and anything scripts/ramp.sh takes (BIN, RAMP_PORT_BASE, ...).
 set -euo pipefail
 
@@ -49,6 +51,8 @@ PHASE_EVENTS=${PHASE_EVENTS:-20000 50000}
 WARMUP=${WARMUP:-3s}
 WINDOW=${WINDOW:-10s}
 QUIET_WAIT=${QUIET_WAIT:-120}
+MAX_LOAD=${MAX_LOAD:-${ALONE_MAX_LOAD:-1}}
+LOAD_WAIT=${LOAD_WAIT:-900}
 OUT=${MILLION_DIR:-.run/million}
 BIN=${BIN:-bin}
 export LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000}
@@ -145,6 +149,15 @@ run() {
   rm -rf "$dir"
   mkdir -p "$dir"
   quiet_sockets "$QUIET_WAIT"
+  # A later run waits, like the first under scripts/alone.sh, for the load of the one before
+  # (tearing down a million sockets) to fall below MAX_LOAD: its figures are then a run alone too.
+  if (($1 > 1)); then
+    local deadline=$((SECONDS + LOAD_WAIT))
+    until awk -v max="$MAX_LOAD" '{ exit !($1 < max) }' /proc/loadavg; do
+      ((SECONDS < deadline)) || { echo "million: run $1: load average $(cut -d' ' -f1-3 /proc/loadavg) still at or above $MAX_LOAD after $LOAD_WAIT s" >&2; exit 1; }
+      sleep 5
+    done
+  fi
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   before=$(kernel)
   # setsid: the ramp in a process group of its own, which stop_ramp ends as a whole.
