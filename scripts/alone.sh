@@ -15,10 +15,8 @@ wait=${ALONE_WAIT:-900}
 
 exec 9>/tmp/likes-bench.lock
 flock -w "$wait" 9 || { echo "alone: /tmp/likes-bench.lock still held after $wait s" >&2; exit 1; }
-deadline=$((SECONDS + wait))
-until awk -v max="$max" '{ exit !($1 < max) }' /proc/loadavg; do
-  ((SECONDS < deadline)) || { echo "alone: load average $(cut -d' ' -f1-3 /proc/loadavg) still at or above $max after $wait s" >&2; exit 1; }
-  sleep 5
-done
+# shellcheck source=lib/load.sh
+source "$(dirname "$0")/lib/load.sh"
+quiet_load "$max" "$wait" || { echo "alone: not started" >&2; exit 1; }
 echo "alone: load average $(cut -d' ' -f1-3 /proc/loadavg) at the start of: $*" >&2
 LIKES_BENCH_LOCK_HELD=1 exec "$@"

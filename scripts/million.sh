@@ -76,6 +76,8 @@ if [[ -z ${LIKES_BENCH_LOCK_HELD:-} ]]; then # scripts/alone.sh holds it already
 fi
 # shellcheck source=lib/sockets.sh
 source scripts/lib/sockets.sh
+# shellcheck source=lib/load.sh
+source scripts/lib/load.sh
 
 # seconds DURATION: a Go duration of ms, s or m in seconds.
 seconds() { awk -v d="$1" 'BEGIN { u = d; sub(/^[0-9.]+/, "", u); v = d + 0; print (u == "ms" ? v / 1000 : u == "m" ? v * 60 : v) }'; }
@@ -152,11 +154,7 @@ run() {
   # A later run waits, like the first under scripts/alone.sh, for the load of the one before
   # (tearing down a million sockets) to fall below MAX_LOAD: its figures are then a run alone too.
   if (($1 > 1)); then
-    local deadline=$((SECONDS + LOAD_WAIT))
-    until awk -v max="$MAX_LOAD" '{ exit !($1 < max) }' /proc/loadavg; do
-      ((SECONDS < deadline)) || { echo "million: run $1: load average $(cut -d' ' -f1-3 /proc/loadavg) still at or above $MAX_LOAD after $LOAD_WAIT s" >&2; exit 1; }
-      sleep 5
-    done
+    quiet_load "$MAX_LOAD" "$LOAD_WAIT" || { echo "million: run $1 not started" >&2; exit 1; }
   fi
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   before=$(kernel)
