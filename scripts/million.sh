@@ -21,9 +21,16 @@
 # RSS, over the viewers open; each page of the program, shared by all workers, counts once). Free
 # memory is MemAvailable before the ramp and at the hold.
 #
-# Not yet measured (issue 37's other phases): one post of 100,000 viewers liked once, a node
-# killed with 20,000 viewers, write-path isolation (the writer's likes per CPU-second while the
-# viewers are fed, against none).
+# KILL_NODE=1 loses a node in the idle step: `kill -9` of the last node KILL_AFTER into the step's
+# window; its viewers (18,000 at a million) reconnect at once to the others, as behind a balancer
+# (loadgen ramp --kill-cmd), and the table adds the node loss: viewers moved, admitted, refused,
+# failed, and the ms from the first stream's end until every admitted one had its post's count
+# (the node's snapshot). The idle rows then hold the reconnects too, so the table shows them as
+# "-": the idle cost comes from a run without KILL_NODE; the later steps' nodes' CPU is "-" too
+# (the ramp no longer reads the lost node's).
+#
+# Not yet measured (issue 37's other phases): one post of 100,000 viewers liked once, write-path
+# isolation (the writer's likes per CPU-second while the viewers are fed, against none).
 #
 # Prints ONE table (one column per run, then their median), also written to MILLION_DIR/table.txt;
 # each run's ramp (logs, ramp.txt, ramp.csv) is under MILLION_DIR/run-N. Holds
@@ -34,8 +41,8 @@
 #        CONNS=100000 POSTS=100 scripts/million.sh
 # Environment (defaults): CONNS (1000000), POSTS (1000), NODES (CONNS / 18,000, rounded up),
 # RUNS (1), PHASE_EVENTS ("20000 50000": two increasing rates of events/s), WARMUP (3s),
-# WINDOW (10s), LOADGEN_PER_WORKER (15000: CONNS / it workers), LOADGEN_MAX_CONNECT_RATE (5000),
-# REDIS_NICE (-10), WRITER_NICE (-5), GEN_NICE (10: loadgen),
+# WINDOW (10s), KILL_NODE (0), KILL_AFTER (2s), LOADGEN_PER_WORKER (15000: CONNS / it workers),
+# LOADGEN_MAX_CONNECT_RATE (5000), REDIS_NICE (-10), WRITER_NICE (-5), GEN_NICE (10: loadgen),
 # LOADGEN_SOURCES (127.0.0.2-127.0.0.250), QUIET_WAIT (120: most seconds to await TIME_WAIT),
 # MAX_LOAD (ALONE_MAX_LOAD or 1: the 1-minute load average each run after the first waits to be
 # below, as scripts/alone.sh does for the first), LOAD_WAIT (900: most seconds to wait for it),
@@ -54,6 +61,8 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 MAX_LOAD=${MAX_LOAD:-${ALONE_MAX_LOAD:-1}}
 LOAD_WAIT=${LOAD_WAIT:-900}
 OUT=${MILLION_DIR:-.run/million}
+KILL_NODE=${KILL_NODE:-0}
+KILL_AFTER=${KILL_AFTER:-2s}
 BIN=${BIN:-bin}
 export LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000}
 export LOADGEN_MAX_CONNECT_RATE=${LOADGEN_MAX_CONNECT_RATE:-5000}
@@ -158,11 +167,13 @@ run() {
   fi
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   before=$(kernel)
+  local storm=() # the node loss: the last node, whose pid file ramp.sh writes
+  if ((KILL_NODE)); then storm=(--kill-cmd "kill -9 \$(cat $dir/fanout-$((NODES - 1)).pid)" --kill-after "$KILL_AFTER"); fi
   # setsid: the ramp in a process group of its own, which stop_ramp ends as a whole.
   FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="m$(date +%s)r$1" BIN=$BIN \
     setsid scripts/ramp.sh --conns "$CONNS" --posts "$POSTS" --until-break --grow rate \
     --rate "$idle_rate" --grow-factor "$factor" --max-steps "$steps" --max-time 24h --slo 'errors>=0' \
-    --warmup "$WARMUP" --window "$WINDOW" >"$dir/ramp.txt" 2>"$dir/ramp.log" &
+    --warmup "$WARMUP" --window "$WINDOW" "${storm[@]}" >"$dir/ramp.txt" 2>"$dir/ramp.log" &
   ramp_pgid=$!
   # The hold: once the idle step is done, the viewers stay open through the steps that follow.
   while kill -0 "$ramp_pgid" 2>/dev/null; do
@@ -180,7 +191,8 @@ run() {
   # The figures by column name, from the ramp's CSV (loadgen/internal/report/columns.go): data
   # row 1 the idle step, rows k+1 and k+2 the load phases.
   awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" \
-    -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" '
+    -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" -v kill="$KILL_NODE" \
+    -v storm="$(sed -nE 's/.*node loss .* into the window: ([0-9]+) viewers moved, ([0-9]+) admitted by the other nodes \(([0-9]+) refused, ([0-9]+) failed\); every admitted one current ([0-9]+|NaN) ms.*/\1 \2 \3 \4 \5/p' "$dir/ramp.txt" | head -n 1)" '
     function out(name, v) { printf "%s\t%s\n", name, v }
     function num(v) { return v != "" && v != "-" && v !~ /NaN/ }
     function per(bytes, n) { return n > 0 ? sprintf("%.0f", bytes / n) + 0 : "-" } # + 0: no "-0"
@@ -212,8 +224,17 @@ run() {
       out("kernel per socket end B (Slab+TCP)/2, est.", per((slab + tcp) / 2, open))
       out("MemAvailable before the ramp GiB", sprintf("%.2f", b[4] / 1048576))
       out("MemAvailable at hold GiB", sprintf("%.2f", h[4] / 1048576))
-      out("idle: nodes CPU % of a core", cell[1, col["nodes_cpu_pct"]])
-      out("idle: nodes CPU us per viewer-second", num(cell[1, col["nodes_cpu_pct"]]) && open > 0 ? sprintf("%.3f", cell[1, col["nodes_cpu_pct"]] / 100 / open * 1e6) : "-")
+      idle = kill ? "-" : cell[1, col["nodes_cpu_pct"]] # a node loss in the idle step: its reconnects
+      out("idle: nodes CPU % of a core", idle)
+      out("idle: nodes CPU us per viewer-second", num(idle) && open > 0 ? sprintf("%.3f", idle / 100 / open * 1e6) : "-")
+      if (kill) {
+        n = split(storm, s, " ")
+        out("node loss: viewers moved", n == 5 ? s[1] : "-")
+        out("node loss: admitted elsewhere", n == 5 ? s[2] : "-")
+        out("node loss: refused", n == 5 ? s[3] : "-")
+        out("node loss: failed", n == 5 ? s[4] : "-")
+        out("node loss: ms until every moved viewer current", n == 5 && s[5] != "NaN" ? s[5] : "-")
+      }
       split(e1 " " e2, ev, " ")
       for (j = 1; j <= 2; j++) {
         r = k + j; ok = rows >= r

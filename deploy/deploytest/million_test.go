@@ -17,9 +17,10 @@ import (
 )
 
 // TestMillionScript runs scripts/million.sh (the million-viewer benchmark) at 2,000 viewers on
-// two nodes with short windows, so that the script cannot rot between the runs at a million:
-// its table must count every viewer open and none failed, it must be done within 90 s, and
-// nothing it started may still listen afterwards.
+// two nodes with short windows, so that the script cannot rot between the runs at a million: once
+// as the idle-cost run, once with KILL_NODE=1 (one of the two nodes killed in the idle step, its
+// 1,000 viewers moved to the other). Each table must count every viewer open and none failed,
+// each run must be done within 90 s, and nothing it started may still listen afterwards.
 func TestMillionScript(t *testing.T) {
 	for _, tool := range []string{"redis-server", "redis-cli", "curl", "taskset", "setsid", "ss", "flock"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -29,6 +30,39 @@ func TestMillionScript(t *testing.T) {
 	for _, p := range []string{"writer-svc", "fanout-svc", "loadgen"} {
 		buildProgram(t, p)
 	}
+	t.Run("idle", func(t *testing.T) {
+		table := runMillion(t)
+		if got, err := strconv.ParseFloat(table["idle: nodes CPU % of a core"], 64); err != nil || got < 0 {
+			t.Errorf("idle: nodes CPU %% of a core = %q, want a number", table["idle: nodes CPU % of a core"])
+		}
+		if _, ok := table["node loss: viewers moved"]; ok {
+			t.Errorf("node loss rows in a run without KILL_NODE")
+		}
+	})
+	t.Run("node loss", func(t *testing.T) {
+		table := runMillion(t, "KILL_NODE=1", "KILL_AFTER=0.5s")
+		// The lost node held every other viewer: all of them moved, and the other node took them.
+		if got := table["node loss: viewers moved"]; got != "1000" {
+			t.Errorf("node loss: viewers moved = %q, want 1000", got)
+		}
+		if got := table["node loss: admitted elsewhere"]; got != "1000" {
+			t.Errorf("node loss: admitted elsewhere = %q, want 1000", got)
+		}
+		if got, err := strconv.ParseFloat(table["node loss: ms until every moved viewer current"], 64); err != nil || got <= 0 {
+			t.Errorf("node loss: ms until every moved viewer current = %q, want a positive number",
+				table["node loss: ms until every moved viewer current"])
+		}
+		if got := table["idle: nodes CPU % of a core"]; got != "-" {
+			t.Errorf("idle: nodes CPU %% of a core = %q with a node lost in the idle step, want -", got)
+		}
+	})
+}
+
+// runMillion runs million.sh at 2,000 viewers on two nodes with env added, checks what every run
+// must show (all viewers open, none failed, the generator's memory, nothing left listening), and
+// returns its table.
+func runMillion(t *testing.T, env ...string) map[string]string {
+	t.Helper()
 	base := rampPortBase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -40,6 +74,7 @@ func TestMillionScript(t *testing.T) {
 		"CONNS=2000", "POSTS=20", "NODES=2", "WARMUP=0.5s", "WINDOW=2s", "QUIET_WAIT=0",
 		// A CI test, not a benchmark: it does not wait for a benchmark's lock.
 		"LIKES_BENCH_LOCK_HELD=1")
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -63,6 +98,10 @@ func TestMillionScript(t *testing.T) {
 			t.Errorf("port %d still accepts connections after million.sh exited", port)
 		}
 	}
+	if t.Failed() {
+		t.Logf("table:\n%s", stdout.String())
+	}
+	return table
 }
 
 // tableFigures reads million.sh's table: a figure's name, then a value per run (one run here).
