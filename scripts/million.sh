@@ -22,10 +22,10 @@
 # memory is MemAvailable before the ramp and at the hold.
 #
 # KILL_NODE=1 loses a node in the idle step: `kill -9` of the last node KILL_AFTER into the step's
-# window; its viewers (18,000 at a million) reconnect at once to the others, as behind a balancer
-# (loadgen ramp --kill-cmd), and the table adds the node loss: viewers moved, admitted, refused,
-# failed, and the ms from the first stream's end until every admitted one had its post's count
-# (the node's snapshot). The idle rows then hold the reconnects too, so the table shows them as
+# window; its viewers (17,000 at a million: the last of 56) reconnect at once to the others, as a
+# balancer would send them (loadgen ramp --kill-cmd), and the table adds the node loss: viewers
+# moved, admitted, refused, failed, and the ms from the first stream's end until every admitted
+# one had its post's count (the node's snapshot). The idle rows then hold the reconnects too, so the table shows them as
 # "-": the idle cost comes from a run without KILL_NODE; the later steps' nodes' CPU is "-" too
 # (the ramp no longer reads the lost node's).
 #
