@@ -2,6 +2,7 @@ package ackquorum
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,11 @@ type Quorum struct {
 	views  []view // by Sentinel
 	listed int    // replicas listed at the last count a majority answered (0: none yet)
 	runID  string // the run id of the node the writer's client reached at the last poll
+	// known is the run id a Sentinel last gave for each node's address (host:port), primary or
+	// replica: right after a failover a Sentinel names the promoted node by address alone (its
+	// entry for the new primary is new, and gets the run id only once the Sentinel's link to it
+	// is up and has read its INFO, seconds later), and a promoted replica keeps its run id.
+	known map[string]string
 }
 
 // view is one Sentinel's last answer: each replica it lists, and whether it calls it down or
@@ -50,13 +56,16 @@ func New(sentinels []*redis.SentinelClient, master string, node redis.Cmdable, o
 	if o.Fresh <= 0 {
 		o.Fresh = 3 * o.Every
 	}
-	return &Quorum{sentinels: sentinels, node: node, master: master, o: o, now: time.Now, views: make([]view, len(sentinels))}
+	return &Quorum{
+		sentinels: sentinels, node: node, master: master, o: o, now: time.Now,
+		views: make([]view, len(sentinels)), known: map[string]string{},
+	}
 }
 
 // Replicas is how many replicas must confirm a batch now: those listed by the Sentinels that
-// answered lately, less those a majority of all the Sentinels call down, when a majority
-// answered and names as the primary the node this writer's client reaches; otherwise as many as
-// were listed when a majority last did. The second condition covers a writer still on an old
+// answered lately and name the majority's primary, less those a majority of all the Sentinels
+// call down, when a majority answered and names as the primary the node this writer's client
+// reaches; otherwise as many as were listed when a majority last did. The second condition covers a writer still on an old
 // primary that the Sentinels replaced (a partition just healed: Sentinel turns an old primary into
 // a replica only after four hello periods, 8 s by default): the majority calls that node down as
 // a replica of the new primary, and without it its last replica alone would confirm writes that
@@ -67,20 +76,11 @@ func (q *Quorum) Replicas() int {
 	now := q.now()
 	majority := len(q.views)/2 + 1
 	answered := 0
-	listed := map[string]int{} // replica -> Sentinels calling it down
-	named := map[string]int{}  // primary -> Sentinels naming it
+	named := map[string]int{} // primary -> Sentinels naming it
 	for _, v := range q.views {
-		if v.at.IsZero() || now.Sub(v.at) > q.o.Fresh {
-			continue
-		}
-		answered++
-		named[v.primary]++
-		for name, down := range v.down {
-			if down {
-				listed[name]++
-			} else if _, ok := listed[name]; !ok {
-				listed[name] = 0
-			}
+		if q.fresh(v, now) {
+			answered++
+			named[v.primary]++
 		}
 	}
 	primary := ""
@@ -91,6 +91,19 @@ func (q *Quorum) Replicas() int {
 	}
 	if answered < majority || primary == "" {
 		return max(q.listed, 1)
+	}
+	listed := map[string]int{} // replica -> Sentinels calling it down
+	for _, v := range q.views {
+		if !q.fresh(v, now) || v.primary != primary {
+			continue // a Sentinel that has not heard of a failover yet lists the old primary's replicas
+		}
+		for name, down := range v.down {
+			if down {
+				listed[name]++
+			} else if _, ok := listed[name]; !ok {
+				listed[name] = 0
+			}
+		}
 	}
 	q.listed = len(listed)
 	if primary != q.runID {
@@ -103,6 +116,11 @@ func (q *Quorum) Replicas() int {
 		}
 	}
 	return max(up, 1)
+}
+
+// fresh reports whether v is an answer recent enough to count at now.
+func (q *Quorum) fresh(v view, now time.Time) bool {
+	return !v.at.IsZero() && now.Sub(v.at) <= q.o.Fresh
 }
 
 // Start asks every Sentinel now and then every Every, until ctx ends or stop is called; stop
@@ -149,23 +167,49 @@ func (q *Quorum) poll(ctx context.Context) {
 		go func() { // returns within the poll's timeout
 			defer wg.Done()
 			primary, err := s.Master(ctx, q.master).Result()
-			if err != nil || primary["runid"] == "" {
+			if err != nil {
 				return
 			}
 			replicas, err := s.Replicas(ctx, q.master).Result()
 			if err != nil {
 				return
 			}
-			v := view{at: q.now(), primary: primary["runid"], down: make(map[string]bool, len(replicas))}
-			for _, r := range replicas {
-				v.down[r["name"]] = calledDown(r["flags"]) || r["master-link-status"] == "err"
-			}
-			q.mu.Lock()
-			q.views[i] = v
-			q.mu.Unlock()
+			q.see(i, primary, replicas)
 		}()
 	}
 	wg.Wait()
+}
+
+// maxKnown bounds Quorum.known: nodes that come back under new addresses (Pods, containers) leave
+// old entries behind, and forgetting them all costs at most a failover's wait for the run id.
+const maxKnown = 256
+
+// see keeps Sentinel i's answer, SENTINEL MASTER's primary and SENTINEL REPLICAS' replicas, as
+// its view. A primary named without a run id takes the one last given for its address; with
+// none known the answer is dropped, as if the Sentinel had not answered.
+func (q *Quorum) see(i int, primary map[string]string, replicas []map[string]string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.known) > maxKnown {
+		clear(q.known)
+	}
+	for _, r := range replicas {
+		if r["runid"] != "" {
+			q.known[net.JoinHostPort(r["ip"], r["port"])] = r["runid"]
+		}
+	}
+	at := net.JoinHostPort(primary["ip"], primary["port"])
+	id := primary["runid"]
+	if id != "" {
+		q.known[at] = id
+	} else if id = q.known[at]; id == "" {
+		return
+	}
+	v := view{at: q.now(), primary: id, down: make(map[string]bool, len(replicas))}
+	for _, r := range replicas {
+		v.down[r["name"]] = calledDown(r["flags"]) || r["master-link-status"] == "err"
+	}
+	q.views[i] = v
 }
 
 // field returns the value of name in an INFO reply ("" when absent).

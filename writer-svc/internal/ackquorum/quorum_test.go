@@ -98,3 +98,58 @@ func TestReplicaKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
 	victim.Restart()
 	poll.Until(t, 15*time.Second, "the replica waited for again once back", func() bool { return q.Replicas() == 2 })
 }
+
+// TestPromotedReplicaKnownByItsAddress: right after a failover the Sentinels name the promoted
+// node by address alone (no run id until they have read its INFO, seconds later); the count
+// takes the run id they gave for that address while it was a replica, so a writer already on it
+// leaves out the old primary once a majority calls it down. A primary at an address never seen
+// with a run id counts as no answer.
+func TestPromotedReplicaKnownByItsAddress(t *testing.T) {
+	q := New(make([]*redis.SentinelClient, 3), "mymaster", nil, Options{Every: time.Second})
+	node := func(host, runID, flags string) map[string]string {
+		return map[string]string{"name": host + ":6379", "ip": host, "port": "6379", "runid": runID, "flags": flags}
+	}
+	for i := range 3 {
+		q.see(i, node("a", "A", "master"), []map[string]string{node("b", "B", "slave"), node("c", "C", "slave")})
+	}
+	q.runID = "B"
+	if n := q.Replicas(); n != 2 {
+		t.Fatalf("before the failover: %d; want 2", n)
+	}
+	for i := range 2 {
+		q.see(i, node("b", "", "master"), []map[string]string{node("a", "", "slave,s_down"), node("c", "", "slave")})
+	}
+	if n := q.Replicas(); n != 1 {
+		t.Errorf("b promoted, named without a run id, a called down: %d; want 1", n)
+	}
+	q = New(make([]*redis.SentinelClient, 3), "mymaster", nil, Options{Every: time.Second})
+	q.runID, q.listed = "D", 2
+	for i := range 3 {
+		q.see(i, node("d", "", "master"), []map[string]string{node("a", "", "slave,s_down"), node("c", "", "slave")})
+	}
+	if n := q.Replicas(); n != 2 {
+		t.Errorf("a primary whose run id no Sentinel ever gave: %d; want the 2 listed last", n)
+	}
+}
+
+// TestPrimaryKilledLeavesTheCountOnceTheSentinelsAgree: with a primary, two replicas, three real
+// Sentinels and the writer's client following them, a batch waits for both replicas; once the
+// primary is killed and a replica promoted, for the one replica left.
+func TestPrimaryKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
+	sn := redistest.StartSentinel(t, 2)
+	var clients []*redis.SentinelClient
+	for _, addr := range sn.SentinelAddrs() {
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	node := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sn.Master, SentinelAddrs: sn.SentinelAddrs()})
+	t.Cleanup(func() { _ = node.Close() })
+	q := New(clients, sn.Master, node, Options{Every: 100 * time.Millisecond})
+	stop := q.Start(context.Background())
+	defer stop()
+	poll.Until(t, 10*time.Second, "both replicas to be waited for", func() bool { return q.Replicas() == 2 })
+	old := sn.KillPrimary()
+	sn.WaitPromoted(old)
+	poll.Until(t, 15*time.Second, "the killed primary left out once the Sentinels call it down", func() bool { return q.Replicas() == 1 })
+}
