@@ -90,6 +90,9 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 		"a node's loss: this shell command (sh -c), which should kill a node, runs --kill-after into the first phase's window; "+
 			"every viewer whose stream then ends reconnects at once to another node, as a load balancer would send it, and the phase reports the storm")
 	set.Duration(&storm.After, "kill-after", "LOADGEN_KILL_AFTER", 5*time.Second, "with --kill-cmd: when, into the first phase's window, it runs")
+	set.Bool(&cfg.OneLike, "one-like", "LOADGEN_ONE_LIKE", false,
+		"after the last phase, with its viewers still open, like the first post once and report when the last of its viewers had it (from the time Redis stored it): "+
+			"the whole audience of one post, not a sample")
 	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
 	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
 	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")

@@ -85,10 +85,15 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil || cfg.Storm == nil || cfg.Storm.Command != "kill -9 1" || cfg.Storm.After != 2*time.Second {
 		t.Fatalf("--kill-cmd: %+v, %v; want kill -9 1 after 2s", cfg.Storm, err)
 	}
+	if cfg, _, err = loadConfig(context.Background(), []string{"loadgen", "ramp", "--one-like"}, getenv, &stderr); err != nil || !cfg.OneLike {
+		t.Fatalf("--one-like: %v, %v; want it set", cfg.OneLike, err)
+	}
 	for _, bad := range [][]string{
 		{"--kill-cmd", "true", "--kill-after", "30s"}, // the window is 30 s
 		{"--kill-cmd", "true", "--kill-after", "-1s"},
 		{"--react", "--feed", "2"},
+		{"--one-like", "--react"},
+		{"--one-like", "--conns", "0"}, // no viewer to reach
 		{"--react", "--react-kinds", ""},
 		{"--react", "--react-interval", "0s"},
 		{"--react", "--audience", "-1"},

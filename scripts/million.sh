@@ -29,8 +29,14 @@
 # "-": the idle cost comes from a run without KILL_NODE; the later steps' nodes' CPU is "-" too
 # (the ramp no longer reads the lost node's).
 #
-# Not yet measured (issue 37's other phases): one post of 100,000 viewers liked once, write-path
-# isolation (the writer's likes per CPU-second while the viewers are fed, against none).
+# ONE_LIKE=1 likes the first post once after the load phases, every viewer still open (loadgen
+# ramp --one-like), and the table adds: that post's viewers (CONNS/POSTS: POSTS=10 makes 10 posts
+# of 100,000 at a million), how many got the frame, the like's answer, and the ms from Redis's
+# store of it until the last of them had it (p50, p99 too); and how many viewers of all posts were
+# current then. The viewers get ONE_LIKE_WAIT (10s) to show it.
+#
+# Not yet measured (issue 37): write-path isolation (the writer's likes per CPU-second while the
+# viewers are fed, against none).
 #
 # Prints ONE table (one column per run, then their median), also written to MILLION_DIR/table.txt;
 # each run's ramp (logs, ramp.txt, ramp.csv) is under MILLION_DIR/run-N. Holds
@@ -41,7 +47,7 @@
 #        CONNS=100000 POSTS=100 scripts/million.sh
 # Environment (defaults): CONNS (1000000), POSTS (1000), NODES (CONNS / 18,000, rounded up),
 # RUNS (1), PHASE_EVENTS ("20000 50000": two increasing rates of events/s), WARMUP (3s),
-# WINDOW (10s), KILL_NODE (0), KILL_AFTER (2s), LOADGEN_PER_WORKER (15000: CONNS / it workers),
+# WINDOW (10s), KILL_NODE (0), KILL_AFTER (2s), ONE_LIKE (0), ONE_LIKE_WAIT (10s), LOADGEN_PER_WORKER (15000: CONNS / it workers),
 # LOADGEN_MAX_CONNECT_RATE (5000), REDIS_NICE (-10), WRITER_NICE (-5), GEN_NICE (10: loadgen),
 # LOADGEN_SOURCES (127.0.0.2-127.0.0.250), QUIET_WAIT (120: most seconds to await TIME_WAIT),
 # MAX_LOAD (ALONE_MAX_LOAD or 1: the 1-minute load average each run after the first waits to be
@@ -63,6 +69,8 @@ LOAD_WAIT=${LOAD_WAIT:-900}
 OUT=${MILLION_DIR:-.run/million}
 KILL_NODE=${KILL_NODE:-0}
 KILL_AFTER=${KILL_AFTER:-2s}
+ONE_LIKE=${ONE_LIKE:-0}
+ONE_LIKE_WAIT=${ONE_LIKE_WAIT:-10s}
 BIN=${BIN:-bin}
 export LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000}
 export LOADGEN_MAX_CONNECT_RATE=${LOADGEN_MAX_CONNECT_RATE:-5000}
@@ -167,13 +175,14 @@ run() {
   fi
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   before=$(kernel)
-  local storm=() # the node loss: the last node, whose pid file ramp.sh writes
-  if ((KILL_NODE)); then storm=(--kill-cmd "kill -9 \$(cat $dir/fanout-$((NODES - 1)).pid)" --kill-after "$KILL_AFTER"); fi
+  local extra=() # the node loss (the last node, whose pid file ramp.sh writes), the one like
+  if ((KILL_NODE)); then extra=(--kill-cmd "kill -9 \$(cat $dir/fanout-$((NODES - 1)).pid)" --kill-after "$KILL_AFTER"); fi
+  if ((ONE_LIKE)); then extra+=(--one-like --converge-timeout "$ONE_LIKE_WAIT"); fi
   # setsid: the ramp in a process group of its own, which stop_ramp ends as a whole.
   FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="m$(date +%s)r$1" BIN=$BIN \
     setsid scripts/ramp.sh --conns "$CONNS" --posts "$POSTS" --until-break --grow rate \
     --rate "$idle_rate" --grow-factor "$factor" --max-steps "$steps" --max-time 24h --slo 'errors>=0' \
-    --warmup "$WARMUP" --window "$WINDOW" "${storm[@]}" >"$dir/ramp.txt" 2>"$dir/ramp.log" &
+    --warmup "$WARMUP" --window "$WINDOW" "${extra[@]}" >"$dir/ramp.txt" 2>"$dir/ramp.log" &
   ramp_pgid=$!
   # The hold: once the idle step is done, the viewers stay open through the steps that follow.
   while kill -0 "$ramp_pgid" 2>/dev/null; do
@@ -189,9 +198,11 @@ run() {
   ((code == 0)) || { echo "million: run $1: ramp.sh failed ($code), see $dir/ramp.log" >&2; tail -n 20 "$dir/ramp.log" >&2; exit 1; }
   [[ -n $hold ]] || { echo "million: run $1: the ramp ended before its idle step did, see $dir/ramp.log" >&2; exit 1; }
   # The figures by column name, from the ramp's CSV (loadgen/internal/report/columns.go): data
-  # row 1 the idle step, rows k+1 and k+2 the load phases.
+  # row 1 the idle step, rows k+1 and k+2 the load phases; the node loss and the one like from
+  # the ramp's text (the one like's line with its commas, thousands' and all, dropped).
   awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" \
     -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" -v kill="$KILL_NODE" \
+    -v one="$(tr -d , <"$dir/ramp.txt" | sed -nE 's/^one like to post [^ ]+ \(([0-9]+) viewers\): delivered to ([0-9]+); answered in ([0-9.]+|-) ms; the last viewer had it ([0-9]+|-) ms after Redis stored it \(p50 ([0-9]+|-) ms p99 ([0-9]+|-) ms\); ([0-9]+) of ([0-9]+) viewers.*/\1 \2 \3 \4 \5 \6 \7 \8/p' | head -n 1)" -v onelike="$ONE_LIKE" \
     -v storm="$(sed -nE 's/.*node loss .* into the window: ([0-9]+) viewers moved, ([0-9]+) admitted by the other nodes \(([0-9]+) refused, ([0-9]+) failed\); every admitted one current ([0-9]+|NaN) ms.*/\1 \2 \3 \4 \5/p' "$dir/ramp.txt" | head -n 1)" '
     function out(name, v) { printf "%s\t%s\n", name, v }
     function num(v) { return v != "" && v != "-" && v !~ /NaN/ }
@@ -234,6 +245,16 @@ run() {
         out("node loss: refused", n == 5 ? s[3] : "-")
         out("node loss: failed", n == 5 ? s[4] : "-")
         out("node loss: ms until every moved viewer current", n == 5 && s[5] != "NaN" ? s[5] : "-")
+      }
+      if (onelike) {
+        n = split(one, o, " ")
+        out("one like: viewers of the post", n == 8 ? o[1] : "-")
+        out("one like: delivered", n == 8 ? o[2] : "-")
+        out("one like: answered ms", n == 8 ? o[3] : "-")
+        out("one like: ms until the last viewer had it", n == 8 ? o[4] : "-")
+        out("one like: p50 ms", n == 8 ? o[5] : "-")
+        out("one like: p99 ms", n == 8 ? o[6] : "-")
+        out("one like: viewers current (all posts)", n == 8 ? o[7] : "-")
       }
       split(e1 " " e2, ev, " ")
       for (j = 1; j <= 2; j++) {

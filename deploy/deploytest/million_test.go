@@ -18,7 +18,8 @@ import (
 
 // TestMillionScript runs scripts/million.sh (the million-viewer benchmark) at 2,000 viewers on
 // two nodes with short windows, so that the script cannot rot between the runs at a million: once
-// as the idle-cost run, once with KILL_NODE=1 (one of the two nodes killed in the idle step, its
+// as the idle-cost run with ONE_LIKE=1 (the first post liked once at the end: its 100 viewers all
+// get it), once with KILL_NODE=1 (one of the two nodes killed in the idle step, its
 // 1,000 viewers moved to the other). Each table must count every viewer open and none failed,
 // each run must be done within 90 s, and nothing it started may still listen afterwards.
 func TestMillionScript(t *testing.T) {
@@ -31,13 +32,23 @@ func TestMillionScript(t *testing.T) {
 		buildProgram(t, p)
 	}
 	t.Run("idle", func(t *testing.T) {
-		table := runMillion(t)
+		table := runMillion(t, "ONE_LIKE=1")
 		// Present; its value may be "-" when a node's scrape missed the window's edge on a busy CI.
 		if _, ok := table["idle: nodes CPU % of a core"]; !ok {
 			t.Errorf("no idle row in a run without KILL_NODE")
 		}
 		if _, ok := table["node loss: viewers moved"]; ok {
 			t.Errorf("node loss rows in a run without KILL_NODE")
+		}
+		for row, want := range map[string]string{
+			"one like: viewers of the post": "100", "one like: delivered": "100", "one like: viewers current (all posts)": "2000",
+		} {
+			if got := table[row]; got != want {
+				t.Errorf("%s = %q, want %s", row, got, want)
+			}
+		}
+		if got, err := strconv.ParseFloat(table["one like: ms until the last viewer had it"], 64); err != nil || got < 0 {
+			t.Errorf("one like: ms until the last viewer had it = %q, want a number", table["one like: ms until the last viewer had it"])
 		}
 	})
 	t.Run("node loss", func(t *testing.T) {

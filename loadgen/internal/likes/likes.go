@@ -115,6 +115,14 @@ func (l *Load) Close() {
 	}
 }
 
+// Once sends one like to post, by a fresh user, and waits for its answer; the Recorder has it
+// (in its window, if one is set).
+func (l *Load) Once(ctx context.Context, post int) {
+	c := l.getConn()
+	defer l.putConn(c)
+	l.send(ctx, c, []job{{post: post}})
+}
+
 // getConn returns an idle connection, or a new one not yet dialled.
 func (l *Load) getConn() *conn {
 	l.idleMu.Lock()

@@ -51,6 +51,9 @@ type Config struct {
 	React *React
 	// Storm loses a node in the first phase's window; nil: none.
 	Storm *Storm
+	// OneLike likes the first post once after the last phase, its viewers still open, and reports
+	// when each of them had it (Result.OneLike).
+	OneLike bool
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
 	Search      *Search // --until-break; nil: one phase per Conns
@@ -144,6 +147,9 @@ func (c *Config) Validate() error {
 	}
 	if st := c.Storm; st != nil && (st.After < 0 || st.After >= c.Window) {
 		return errors.New("--kill-after must lie within --window")
+	}
+	if c.OneLike && (c.React != nil || c.Conns[len(c.Conns)-1] < 1) {
+		return errors.New("--one-like likes the first post once at the last phase's viewers: it needs viewers (--conns above 0), and likes, not --react")
 	}
 	if x := c.React; x != nil {
 		switch {

@@ -111,18 +111,30 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 		r.redisIdle = r.idleRedisCPU(ctx)
 		res.RedisIdleCPUPct = report.Float(r.redisIdle * 100)
 	}
+	var err error
 	if cfg.Search != nil {
-		return res, r.search(ctx, res)
+		err = r.search(ctx, res)
+	} else {
+		err = r.phases(ctx, res)
 	}
-	for i, n := range cfg.Conns {
-		ph, err := r.phase(ctx, fmt.Sprintf("phase %d/%d (%d conns)", i+1, len(cfg.Conns), n), n, cfg.Rate)
+	if err == nil && cfg.OneLike {
+		res.OneLike, err = r.oneLike(ctx)
+		r.progress.line("%s", report.OneLikeLine(res.OneLike))
+	}
+	return res, err
+}
+
+// phases runs one phase per Config.Conns.
+func (r *Ramp) phases(ctx context.Context, res *report.Result) error {
+	for i, n := range r.cfg.Conns {
+		ph, err := r.phase(ctx, fmt.Sprintf("phase %d/%d (%d conns)", i+1, len(r.cfg.Conns), n), n, r.cfg.Rate)
 		if err != nil {
-			return res, fmt.Errorf("phase %d (%d conns): %w", i+1, n, err)
+			return fmt.Errorf("phase %d (%d conns): %w", i+1, n, err)
 		}
 		res.Phases = append(res.Phases, ph)
-		r.progress.line("%s", summary(i, len(cfg.Conns), &ph))
+		r.progress.line("%s", summary(i, len(r.cfg.Conns), &ph))
 	}
-	return res, nil
+	return nil
 }
 
 func summary(i, n int, ph *report.Phase) string {

@@ -22,6 +22,9 @@ type Result struct {
 	// Capacity is what --until-break found; nil for a ramp over fixed counts.
 	Capacity *Capacity `json:"capacity,omitempty"`
 	Phases   []Phase   `json:"phases"`
+	// OneLike is one like to one post at the end, with every viewer still open (--one-like);
+	// nil without it.
+	OneLike *OneLike `json:"one_like,omitempty"`
 }
 
 // Capacity is the largest load a deployment held within the objective, found by growing the

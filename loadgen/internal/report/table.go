@@ -58,5 +58,8 @@ func Table(w io.Writer, r *Result) error {
 	if r.Capacity != nil {
 		fmt.Fprintf(w, "\n%s\n(%d steps in %.0f s; stopped: %s)\n", CapacityLine(r.Capacity), r.Capacity.Steps, r.Capacity.Seconds, r.Capacity.Stopped)
 	}
+	if o := r.OneLike; o != nil {
+		fmt.Fprintf(w, "\n%s\n", OneLikeLine(o))
+	}
 	return nil
 }
