@@ -93,6 +93,9 @@ func loadConfig(ctx context.Context, args []string, getenv func(string) string, 
 	set.Bool(&cfg.OneLike, "one-like", "LOADGEN_ONE_LIKE", false,
 		"after the last phase, with its viewers still open, like the first post once and report when the last of its viewers had it (from the time Redis stored it): "+
 			"the whole audience of one post, not a sample")
+	set.Float(&cfg.WriteProbe, "write-probe", "LOADGEN_WRITE_PROBE", 0,
+		"likes/s to posts no viewer watches, for a window before any viewer connects and beside every phase's likes: "+
+			"the writer's likes per CPU-second, like p99 and Redis per like with the viewers fed, against none (0: no probe)")
 	set.Int(&cfg.Writers, "writers", "LOADGEN_WRITERS", 500, "closed-loop writers: each sends its next like when the last is answered")
 	set.Float(&cfg.Rate, "rate", "LOADGEN_RATE", 0, "open-loop likes per second (overrides --writers when > 0)")
 	set.Duration(&cfg.Warmup, "warmup", "LOADGEN_WARMUP", 5*time.Second, "likes before each measured window")

@@ -35,8 +35,11 @@
 # store of it until the last of them had it (p50, p99 too); and how many viewers of all posts were
 # current then. The viewers get ONE_LIKE_WAIT (10s) to show it.
 #
-# Not yet measured (issue 37): write-path isolation (the writer's likes per CPU-second while the
-# viewers are fed, against none).
+# WRITE_PROBE=R (likes/s) isolates the write path (loadgen ramp --write-probe): R likes/s to posts
+# no viewer watches, for a window before any viewer connects and beside each step's likes; the
+# table adds the probe alone (likes/s acknowledged, like p99, likes per writer CPU-second, Redis
+# us per like) and beside the load phases, every viewer fed (the same, the phase's own likes
+# counted in the per-CPU figure).
 #
 # Prints ONE table (one column per run, then their median), also written to MILLION_DIR/table.txt;
 # each run's ramp (logs, ramp.txt, ramp.csv) is under MILLION_DIR/run-N. Holds
@@ -47,7 +50,8 @@
 #        CONNS=100000 POSTS=100 scripts/million.sh
 # Environment (defaults): CONNS (1000000), POSTS (1000), NODES (CONNS / 18,000, rounded up),
 # RUNS (1), PHASE_EVENTS ("20000 50000": two increasing rates of events/s), WARMUP (3s),
-# WINDOW (10s), KILL_NODE (0), KILL_AFTER (2s), ONE_LIKE (0), ONE_LIKE_WAIT (10s), LOADGEN_PER_WORKER (15000: CONNS / it workers),
+# WINDOW (10s), KILL_NODE (0), KILL_AFTER (2s), ONE_LIKE (0), ONE_LIKE_WAIT (10s),
+# WRITE_PROBE (0), LOADGEN_PER_WORKER (15000: CONNS / it workers),
 # LOADGEN_MAX_CONNECT_RATE (5000), REDIS_NICE (-10), WRITER_NICE (-5), GEN_NICE (10: loadgen),
 # LOADGEN_SOURCES (127.0.0.2-127.0.0.250), QUIET_WAIT (120: most seconds to await TIME_WAIT),
 # MAX_LOAD (ALONE_MAX_LOAD or 1: the 1-minute load average each run after the first waits to be
@@ -71,6 +75,7 @@ KILL_NODE=${KILL_NODE:-0}
 KILL_AFTER=${KILL_AFTER:-2s}
 ONE_LIKE=${ONE_LIKE:-0}
 ONE_LIKE_WAIT=${ONE_LIKE_WAIT:-10s}
+WRITE_PROBE=${WRITE_PROBE:-0}
 BIN=${BIN:-bin}
 export LOADGEN_PER_WORKER=${LOADGEN_PER_WORKER:-15000}
 export LOADGEN_MAX_CONNECT_RATE=${LOADGEN_MAX_CONNECT_RATE:-5000}
@@ -175,9 +180,10 @@ run() {
   fi
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   before=$(kernel)
-  local extra=() # the node loss (the last node, whose pid file ramp.sh writes), the one like
+  local extra=() # the node loss (the last node, whose pid file ramp.sh writes), the one like, the probe
   if ((KILL_NODE)); then extra=(--kill-cmd "kill -9 \$(cat $dir/fanout-$((NODES - 1)).pid)" --kill-after "$KILL_AFTER"); fi
   if ((ONE_LIKE)); then extra+=(--one-like --converge-timeout "$ONE_LIKE_WAIT"); fi
+  if [[ $WRITE_PROBE != 0 ]]; then extra+=(--write-probe "$WRITE_PROBE"); fi
   # setsid: the ramp in a process group of its own, which stop_ramp ends as a whole.
   FANOUT_NODES=$NODES RAMP_DIR="$dir" LOADGEN_POST_PREFIX="m$(date +%s)r$1" BIN=$BIN \
     setsid scripts/ramp.sh --conns "$CONNS" --posts "$POSTS" --until-break --grow rate \
@@ -203,6 +209,7 @@ run() {
   awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" \
     -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" -v kill="$KILL_NODE" \
     -v one="$(tr -d , <"$dir/ramp.txt" | sed -nE 's/^one like to post [^ ]+ \(([0-9]+) viewers\): delivered to ([0-9]+); answered in ([0-9.]+|-) ms; the last viewer had it ([0-9]+|-) ms after Redis stored it \(p50 ([0-9]+|-) ms p99 ([0-9]+|-) ms\); ([0-9]+) of ([0-9]+) viewers.*/\1 \2 \3 \4 \5 \6 \7 \8/p' | head -n 1)" -v onelike="$ONE_LIKE" \
+    -v alone="$(tr -d , <"$dir/ramp.txt" | sed -nE 's/^write probe alone .*: [0-9.]+ likes\/s offered ([0-9]+) acknowledged \(([0-9]+) failed\) like p99 ([0-9.]+|-) ms; writer CPU ([0-9]+|-)% ([0-9]+|-) likes per writer CPU-second; Redis ([0-9.]+|-) us per like.*/\1 \2 \3 \4 \5 \6/p' | head -n 1)" -v probe="$WRITE_PROBE" \
     -v storm="$(sed -nE 's/.*node loss .* into the window: ([0-9]+) viewers moved, ([0-9]+) admitted by the other nodes \(([0-9]+) refused, ([0-9]+) failed\); every admitted one current ([0-9]+|NaN) ms.*/\1 \2 \3 \4 \5/p' "$dir/ramp.txt" | head -n 1)" '
     function out(name, v) { printf "%s\t%s\n", name, v }
     function num(v) { return v != "" && v != "-" && v !~ /NaN/ }
@@ -256,6 +263,15 @@ run() {
         out("one like: p99 ms", n == 8 ? o[6] : "-")
         out("one like: viewers current (all posts)", n == 8 ? o[7] : "-")
       }
+      if (probe != 0) {
+        n = split(alone, a, " ")
+        out("write probe alone: likes/s", n == 6 ? a[1] : "-")
+        out("write probe alone: failed", n == 6 ? a[2] : "-")
+        out("write probe alone: like p99 ms", n == 6 ? a[3] : "-")
+        out("write probe alone: writer CPU %", n == 6 ? a[4] : "-")
+        out("write probe alone: likes per writer CPU-s", n == 6 ? a[5] : "-")
+        out("write probe alone: Redis us per like", n == 6 ? a[6] : "-")
+      }
       split(e1 " " e2, ev, " ")
       for (j = 1; j <= 2; j++) {
         r = k + j; ok = rows >= r
@@ -264,6 +280,13 @@ run() {
         out(ev[j] " ev/s: p99 ms", ok ? cell[r, col["latency_p99_ms"]] : "-")
         out(ev[j] " ev/s: nodes CPU %", ok ? cell[r, col["nodes_cpu_pct"]] : "-")
         out(ev[j] " ev/s: generator saturated", ok ? cell[r, col["generator_saturated"]] : "-")
+        if (probe != 0) {
+          out(ev[j] " ev/s: write probe likes/s", ok ? cell[r, col["write_probe_likes_per_sec"]] : "-")
+          out(ev[j] " ev/s: write probe like p99 ms", ok ? cell[r, col["write_probe_like_p99_ms"]] : "-")
+          out(ev[j] " ev/s: writer CPU %", ok ? cell[r, col["writer_cpu_pct"]] : "-")
+          out(ev[j] " ev/s: likes per writer CPU-s", ok ? cell[r, col["likes_per_writer_cpu_sec"]] : "-")
+          out(ev[j] " ev/s: Redis us per like", ok ? cell[r, col["redis_us_per_like"]] : "-")
+        }
       }
     }' "$dir/ramp.csv" >"$OUT/run-$1.tsv"
 }

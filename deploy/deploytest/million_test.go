@@ -19,7 +19,8 @@ import (
 // TestMillionScript runs scripts/million.sh (the million-viewer benchmark) at 2,000 viewers on
 // two nodes with short windows, so that the script cannot rot between the runs at a million: once
 // as the idle-cost run with ONE_LIKE=1 (the first post liked once at the end: its 100 viewers all
-// get it), once with KILL_NODE=1 (one of the two nodes killed in the idle step, its
+// get it) and WRITE_PROBE=200 (likes to unwatched posts, alone and beside the load phases: all
+// acknowledged, the writer's CPU per like read), once with KILL_NODE=1 (one of the two nodes killed in the idle step, its
 // 1,000 viewers moved to the other). Each table must count every viewer open and none failed,
 // each run must be done within 90 s, and nothing it started may still listen afterwards.
 func TestMillionScript(t *testing.T) {
@@ -32,7 +33,7 @@ func TestMillionScript(t *testing.T) {
 		buildProgram(t, p)
 	}
 	t.Run("idle", func(t *testing.T) {
-		table := runMillion(t, "ONE_LIKE=1")
+		table := runMillion(t, "ONE_LIKE=1", "WRITE_PROBE=200")
 		// Present; its value may be "-" when a node's scrape missed the window's edge on a busy CI.
 		if _, ok := table["idle: nodes CPU % of a core"]; !ok {
 			t.Errorf("no idle row in a run without KILL_NODE")
@@ -49,6 +50,17 @@ func TestMillionScript(t *testing.T) {
 		}
 		if got, err := strconv.ParseFloat(table["one like: ms until the last viewer had it"], 64); err != nil || got < 0 {
 			t.Errorf("one like: ms until the last viewer had it = %q, want a number", table["one like: ms until the last viewer had it"])
+		}
+		for _, row := range []string{"write probe alone: likes/s", "20000 ev/s: write probe likes/s", "50000 ev/s: write probe likes/s"} {
+			// 200 likes/s offered over a 2 s window: 200, give or take the window's edges.
+			if got, err := strconv.ParseFloat(table[row], 64); err != nil || got < 180 || got > 220 {
+				t.Errorf("%s = %q, want about 200", row, table[row])
+			}
+		}
+		for _, row := range []string{"write probe alone: likes per writer CPU-s", "50000 ev/s: likes per writer CPU-s"} {
+			if got, err := strconv.ParseFloat(table[row], 64); err != nil || got <= 0 {
+				t.Errorf("%s = %q, want a positive number", row, table[row])
+			}
 		}
 	})
 	t.Run("node loss", func(t *testing.T) {

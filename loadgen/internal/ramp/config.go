@@ -54,6 +54,10 @@ type Config struct {
 	// OneLike likes the first post once after the last phase, its viewers still open, and reports
 	// when each of them had it (Result.OneLike).
 	OneLike bool
+	// WriteProbe is a rate of likes to posts no viewer watches, sent before any viewer connects
+	// (Result.ProbeAlone) and beside every phase's likes (Phase.Probe): the writer's cost per like
+	// with the viewers fed against none. 0: no probe.
+	WriteProbe float64
 	// Objective judges every phase; with Search the ramp grows the load until a phase breaks it.
 	Objective   slo.Objective
 	Search      *Search // --until-break; nil: one phase per Conns
@@ -147,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if st := c.Storm; st != nil && (st.After < 0 || st.After >= c.Window) {
 		return errors.New("--kill-after must lie within --window")
+	}
+	if c.WriteProbe < 0 || (c.WriteProbe > 0 && c.React != nil) {
+		return errors.New("--write-probe must not be negative, and probes likes, not --react")
 	}
 	if c.OneLike && (c.React != nil || c.Conns[len(c.Conns)-1] < 1) {
 		return errors.New("--one-like likes the first post once at the last phase's viewers: it needs viewers (--conns above 0), and likes, not --react")

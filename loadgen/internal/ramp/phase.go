@@ -124,6 +124,12 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	r.load.Recorder().SetWindow(win)
 	stopWrites := r.startWrites(ctx, rate)
 	defer stopWrites()
+	var probeWin *likes.Window
+	if r.probe != nil {
+		probeWin = &likes.Window{Start: t0, End: t1}
+	}
+	stopProbe := r.startProbe(ctx, probeWin)
+	defer stopProbe()
 	var storm *stormRun
 	if r.cfg.Storm != nil {
 		sctx, cancel := context.WithCancel(ctx)
@@ -157,6 +163,7 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 		return ph, err
 	}
 	stopWrites()
+	stopProbe()
 	if storm != nil {
 		if err := storm.wait(); err != nil {
 			return ph, err
@@ -186,7 +193,7 @@ func (r *Ramp) phase(ctx context.Context, label string, wanted int, rate float64
 	if err != nil {
 		return ph, err
 	}
-	r.fill(&ph, figures{viewers: viewers, idle: idle, s0: s0, s1: s1, win: win, conv: conv, reps: reps, before: st, end: end})
+	r.fill(&ph, figures{viewers: viewers, idle: idle, s0: s0, s1: s1, win: win, probe: probeWin, conv: conv, reps: reps, before: st, end: end})
 	if storm != nil {
 		r.fillStorm(&ph, st, end)
 	}
@@ -297,6 +304,7 @@ type figures struct {
 	idle        []nodemetrics.Sample
 	s0, s1      sample
 	win         *likes.Window
+	probe       *likes.Window // the write probe's; nil without one
 	conv        []worker.Reply
 	reps        []worker.Reply
 	before, end worker.Status
@@ -314,11 +322,18 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	ph.LikeP99Ms = report.Float(f.win.Latency.Quantile(0.99) / 1000)
 	ph.EventsPerSec = float64(f.s1.status.Events-f.s0.status.Events) / dt
 	ph.WatchingPerSec = float64(f.s1.status.Watching-f.s0.status.Watching) / dt
+	// The write probe's likes cost the writer and Redis too: the per-like figures count them.
+	probeLikes := 0.0
+	if f.probe != nil {
+		probeLikes = float64(f.probe.Acked.Load()) / window
+	}
 	ph.RedisCPUPct, ph.RedisMicrosPerLike = report.Float(math.NaN()), report.Float(math.NaN())
+	redisUsed := math.NaN()
 	if f.s0.redisOK && f.s1.redisOK {
 		used := (f.s1.redis - f.s0.redis).Seconds()
+		redisUsed = used
 		ph.RedisCPUPct = report.Float(used / dt * 100)
-		if likes := ph.LikesPerSec * dt; likes > 0 {
+		if likes := (ph.LikesPerSec + probeLikes) * dt; likes > 0 {
 			idle := r.redisIdle * dt
 			if math.IsNaN(idle) {
 				idle = 0
@@ -372,8 +387,11 @@ func (r *Ramp) fill(ph *report.Phase, f figures) {
 	if cpu, ok := writersCPU(f.s0.writers, f.s1.writers); ok {
 		ph.WriterCPUPct = report.Float(cpu)
 		if ph.WriterCPUPct > 0 {
-			ph.LikesPerWriterCPUSec = report.Float(ph.LikesPerSec / (float64(ph.WriterCPUPct) / 100))
+			ph.LikesPerWriterCPUSec = report.Float((ph.LikesPerSec + probeLikes) / (float64(ph.WriterCPUPct) / 100))
 		}
+	}
+	if f.probe != nil {
+		ph.Probe = r.probeFigures(f.probe, ph.LikesPerSec, f.s0.writers, f.s1.writers, redisUsed, dt)
 	}
 	if r.cfg.React != nil || (displayHeld(f) && r.cfg.Feed <= 1) {
 		r.fillDisplayed(ph, f)

@@ -30,6 +30,7 @@ type Ramp struct {
 	progress *progress
 	pool     *pool
 	load     *likes.Load
+	probe    *likes.Load  // --write-probe; nil without it
 	client   *http.Client // metrics and counts
 	redis    *redisView   // CPU and subscriptions; nil without cfg.Redis
 	baseline []nodemetrics.Sample
@@ -95,6 +96,10 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	}
 	r.load = likes.New(cfg.Writer, r.posts, users, maxConns, cfg.LikeTimeout, identity...)
 	defer r.load.Close()
+	if cfg.WriteProbe > 0 {
+		r.probe = newProbe(cfg, users, identity)
+		defer r.probe.Close()
+	}
 	r.pool = newPool(&r.cfg, r.posts, stderr)
 	defer func() { r.pool.close() }() // a search may replace the pool
 
@@ -110,6 +115,14 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) (*report.Result, err
 	if r.redis != nil {
 		r.redisIdle = r.idleRedisCPU(ctx)
 		res.RedisIdleCPUPct = report.Float(r.redisIdle * 100)
+	}
+	if r.probe != nil {
+		p, err := r.probeAlone(ctx)
+		if err != nil {
+			return res, fmt.Errorf("write probe alone: %w", err)
+		}
+		res.ProbeAlone = p
+		r.progress.line("%s", report.ProbeLine(p))
 	}
 	var err error
 	if cfg.Search != nil {

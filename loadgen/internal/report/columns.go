@@ -30,6 +30,8 @@ var columns = []column{
 	{"like err", "like_errors", func(p *Phase) string { return i64(p.LikeErrors) }},
 	{"like p50", "like_p50_ms", func(p *Phase) string { return ms(p.LikeP50Ms) }},
 	{"like p99", "like_p99_ms", func(p *Phase) string { return ms(p.LikeP99Ms) }},
+	{"probe likes/s", "write_probe_likes_per_sec", func(p *Phase) string { return probe(p, func(x *Probe) string { return f0(x.LikesPerSec) }) }},
+	{"probe p99", "write_probe_like_p99_ms", func(p *Phase) string { return probe(p, func(x *Probe) string { return ms(x.LikeP99Ms) }) }},
 	{"events/s", "events_per_sec", func(p *Phase) string { return f0(p.EventsPerSec) }},
 	{"deliv %", "delivery_pct", func(p *Phase) string { return pct(p.DeliveryPct) }},
 	{"conv %", "convergence_pct", func(p *Phase) string { return pct(p.ConvergencePct) }},
@@ -66,6 +68,14 @@ func subscribers(s *Subscribers) string {
 		return i64(s.Max)
 	}
 	return i64(s.Min) + "-" + i64(s.Max)
+}
+
+// probe renders a figure of the phase's write probe, "-" without one.
+func probe(p *Phase, f func(*Probe) string) string {
+	if p.Probe == nil {
+		return "-"
+	}
+	return f(p.Probe)
 }
 
 // verdict is "met" for a phase within the objective, else "broke"; the table's notes list what.

@@ -25,6 +25,8 @@ type Result struct {
 	// OneLike is one like to one post at the end, with every viewer still open (--one-like);
 	// nil without it.
 	OneLike *OneLike `json:"one_like,omitempty"`
+	// ProbeAlone is the write probe before any viewer (--write-probe); nil without it.
+	ProbeAlone *Probe `json:"write_probe_alone,omitempty"`
 }
 
 // Capacity is the largest load a deployment held within the objective, found by growing the
@@ -87,6 +89,9 @@ type Phase struct {
 	LikeErrors   int64 `json:"like_errors"`
 	LikeP50Ms    Float `json:"like_p50_ms"`
 	LikeP99Ms    Float `json:"like_p99_ms"`
+	// Probe is the write probe's likes in the window (--write-probe); nil without it. With it,
+	// LikesPerWriterCPUSec and RedisMicrosPerLike count the probe's likes too.
+	Probe *Probe `json:"write_probe,omitempty"`
 
 	EventsPerSec   float64 `json:"events_per_sec"`
 	EventsExpected int64   `json:"events_expected"`

@@ -58,6 +58,9 @@ func Table(w io.Writer, r *Result) error {
 	if r.Capacity != nil {
 		fmt.Fprintf(w, "\n%s\n(%d steps in %.0f s; stopped: %s)\n", CapacityLine(r.Capacity), r.Capacity.Steps, r.Capacity.Seconds, r.Capacity.Stopped)
 	}
+	if p := r.ProbeAlone; p != nil {
+		fmt.Fprintf(w, "\n%s\n", ProbeLine(p))
+	}
 	if o := r.OneLike; o != nil {
 		fmt.Fprintf(w, "\n%s\n", OneLikeLine(o))
 	}
