@@ -204,8 +204,8 @@ run() {
   ((code == 0)) || { echo "million: run $1: ramp.sh failed ($code), see $dir/ramp.log" >&2; tail -n 20 "$dir/ramp.log" >&2; exit 1; }
   [[ -n $hold ]] || { echo "million: run $1: the ramp ended before its idle step did, see $dir/ramp.log" >&2; exit 1; }
   # The figures by column name, from the ramp's CSV (loadgen/internal/report/columns.go): data
-  # row 1 the idle step, rows k+1 and k+2 the load phases; the node loss and the one like from
-  # the ramp's text (the one like's line with its commas, thousands' and all, dropped).
+  # row 1 the idle step, rows k+1 and k+2 the load phases; the node loss, the one like and the
+  # probe alone from the ramp's text (the last two's lines read with every comma dropped).
   awk -F, -v k="$k" -v steps="$steps" -v load="${load// //}" -v before="$before" -v hold="$hold" \
     -v e1="${events[0]}" -v e2="${events[1]}" -v nodes="$NODES" -v kill="$KILL_NODE" \
     -v one="$(tr -d , <"$dir/ramp.txt" | sed -nE 's/^one like to post [^ ]+ \(([0-9]+) viewers\): delivered to ([0-9]+); answered in ([0-9.]+|-) ms; the last viewer had it ([0-9]+|-) ms after Redis stored it \(p50 ([0-9]+|-) ms p99 ([0-9]+|-) ms\); ([0-9]+) of ([0-9]+) viewers.*/\1 \2 \3 \4 \5 \6 \7 \8/p' | head -n 1)" -v onelike="$ONE_LIKE" \
