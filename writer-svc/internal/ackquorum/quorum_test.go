@@ -82,12 +82,7 @@ func TestWriterOnAnOldPrimaryWaitsForAll(t *testing.T) {
 // down, for the other alone; and for both again once it is back.
 func TestReplicaKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
 	sn := redistest.StartSentinel(t, 2)
-	var clients []*redis.SentinelClient
-	for _, addr := range sn.SentinelAddrs() {
-		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { _ = c.Close() })
-		clients = append(clients, c)
-	}
+	clients := sentinelClients(t, sn)
 	q := New(clients, sn.Master, sn.Primary().Client(t), Options{Every: 100 * time.Millisecond})
 	stop := q.Start(context.Background())
 	defer stop()
@@ -137,12 +132,7 @@ func TestPromotedReplicaKnownByItsAddress(t *testing.T) {
 // primary is killed and a replica promoted, for the one replica left.
 func TestPrimaryKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
 	sn := redistest.StartSentinel(t, 2)
-	var clients []*redis.SentinelClient
-	for _, addr := range sn.SentinelAddrs() {
-		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { _ = c.Close() })
-		clients = append(clients, c)
-	}
+	clients := sentinelClients(t, sn)
 	node := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sn.Master, SentinelAddrs: sn.SentinelAddrs()})
 	t.Cleanup(func() { _ = node.Close() })
 	q := New(clients, sn.Master, node, Options{Every: 100 * time.Millisecond})
@@ -152,4 +142,15 @@ func TestPrimaryKilledLeavesTheCountOnceTheSentinelsAgree(t *testing.T) {
 	old := sn.KillPrimary()
 	sn.WaitPromoted(old)
 	poll.Until(t, 15*time.Second, "the killed primary left out once the Sentinels call it down", func() bool { return q.Replicas() == 1 })
+}
+
+// sentinelClients returns a client of each of sn's Sentinels, closed when t ends.
+func sentinelClients(t *testing.T, sn *redistest.Sentinel) []*redis.SentinelClient {
+	var clients []*redis.SentinelClient
+	for _, addr := range sn.SentinelAddrs() {
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	return clients
 }
