@@ -30,8 +30,6 @@ var columns = []column{
 	{"like err", "like_errors", func(p *Phase) string { return i64(p.LikeErrors) }},
 	{"like p50", "like_p50_ms", func(p *Phase) string { return ms(p.LikeP50Ms) }},
 	{"like p99", "like_p99_ms", func(p *Phase) string { return ms(p.LikeP99Ms) }},
-	{"probe likes/s", "write_probe_likes_per_sec", func(p *Phase) string { return probe(p, func(x *Probe) string { return f0(x.LikesPerSec) }) }},
-	{"probe p99", "write_probe_like_p99_ms", func(p *Phase) string { return probe(p, func(x *Probe) string { return ms(x.LikeP99Ms) }) }},
 	{"events/s", "events_per_sec", func(p *Phase) string { return f0(p.EventsPerSec) }},
 	{"deliv %", "delivery_pct", func(p *Phase) string { return pct(p.DeliveryPct) }},
 	{"conv %", "convergence_pct", func(p *Phase) string { return pct(p.ConvergencePct) }},
@@ -56,6 +54,9 @@ var columns = []column{
 	{"connect node-CPU-us", "connect_node_cpu_us", func(p *Phase) string { return p.ConnectNodeCPUMicros.format(0) }},
 	{"watching/s", "watching_per_sec", func(p *Phase) string { return f0(p.WatchingPerSec) }},
 	{"watch reports/s", "watching_reports_per_sec", func(p *Phase) string { return p.WatchingReportsPerSec.format(0) }},
+	// New columns go here, after the older ones: scripts read ramp.csv by position (floor.sh).
+	{"probe likes/s", "write_probe_likes_per_sec", func(p *Phase) string { return probe(p, func(x *Probe) string { return f0(x.LikesPerSec) }) }},
+	{"probe p99", "write_probe_like_p99_ms", func(p *Phase) string { return probe(p, func(x *Probe) string { return ms(x.LikeP99Ms) }) }},
 	{"slo", "slo_broken", verdict},
 }
 
