@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -50,8 +51,9 @@ type floorServer struct {
 	keys    rediskeys.Scheme
 	viewers atomic.Int64
 
-	mu    sync.Mutex
-	posts map[string][]int // post -> viewer sockets
+	mu         sync.Mutex
+	posts      map[string][]int // post -> viewer sockets
+	subscribed map[string]bool  // posts whose SUBSCRIBE succeeded
 }
 
 func floor(addr, url string) error {
@@ -60,7 +62,8 @@ func floor(addr, url string) error {
 		return err
 	}
 	rdb := redis.NewClient(opt)
-	f := &floorServer{rdb: rdb, ps: rdb.Subscribe(context.Background()), keys: rediskeys.New(""), posts: map[string][]int{}}
+	f := &floorServer{rdb: rdb, ps: rdb.Subscribe(context.Background()), keys: rediskeys.New(""), posts: map[string][]int{},
+		subscribed: map[string]bool{}}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "likes_fanout_viewers", Help: "Connected viewers."},
@@ -84,16 +87,23 @@ func (f *floorServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	first := f.posts[post] == nil
-	if first {
-		f.posts[post] = []int{}
-	}
+	subscribed := f.subscribed[post]
 	f.mu.Unlock()
-	if first {
-		if err := f.ps.Subscribe(r.Context(), f.keys.Channel(post)); err != nil {
+	if !subscribed {
+		// The post's one subscription, on a context of the server's, not of the viewer who came
+		// first: a viewer that gives up (a million connecting on one core) must not leave the post
+		// unsubscribed for every later one. Until one SUBSCRIBE succeeds, each viewer tries
+		// (Redis and go-redis take a channel subscribed twice as once).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := f.ps.Subscribe(ctx, f.keys.Channel(post))
+		cancel()
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		f.mu.Lock()
+		f.subscribed[post] = true
+		f.mu.Unlock()
 	}
 	vals, err := f.rdb.MGet(r.Context(), f.keys.Count(post), f.keys.Version(post)).Result()
 	if err != nil {
