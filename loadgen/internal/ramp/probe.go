@@ -27,7 +27,7 @@ func newProbe(cfg Config, users string, identity []likes.Option) *likes.Load {
 }
 
 // startProbe sends the probe's likes at cfg.WriteProbe a second, recording those answered within
-// win, and returns a function that stops them and waits (idempotent); nil without a probe.
+// win, and returns a function that stops them and waits (idempotent; a no-op without a probe).
 func (r *Ramp) startProbe(ctx context.Context, win *likes.Window) func() {
 	if r.probe == nil {
 		return func() {}
