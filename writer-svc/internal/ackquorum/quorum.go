@@ -65,11 +65,11 @@ func New(sentinels []*redis.SentinelClient, master string, node redis.Cmdable, o
 // Replicas is how many replicas must confirm a batch now: those listed by the Sentinels that
 // answered lately and name the majority's primary, less those a majority of all the Sentinels
 // call down, when a majority answered and names as the primary the node this writer's client
-// reaches; otherwise as many as were listed when a majority last did. The second condition covers a writer still on an old
-// primary that the Sentinels replaced (a partition just healed: Sentinel turns an old primary into
-// a replica only after four hello periods, 8 s by default): the majority calls that node down as
-// a replica of the new primary, and without it its last replica alone would confirm writes that
-// the failover has already discarded. At least 1.
+// reaches; otherwise as many as were listed when a majority last did. The second condition
+// covers a writer still on an old primary that the Sentinels replaced (a partition just healed:
+// Sentinel turns an old primary into a replica only after four hello periods, 8 s by default):
+// the majority calls that node down as a replica of the new primary, and without it its last
+// replica alone would confirm writes that the failover has already discarded. At least 1.
 func (q *Quorum) Replicas() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
