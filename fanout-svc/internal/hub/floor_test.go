@@ -50,6 +50,7 @@ type floorServer struct {
 	ps      *redis.PubSub
 	keys    rediskeys.Scheme
 	viewers atomic.Int64
+	stats   floorStats
 
 	mu         sync.Mutex
 	posts      map[string][]int // post -> viewer sockets
@@ -72,11 +73,16 @@ func floor(addr, url string) error {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/sse/{post}", f.serve)
-	ln, err := net.Listen("tcp", addr)
+	// No TCP keep-alive, as fanout-svc's listener (fanout-svc/listen.go). net's default probes every
+	// idle socket each 15 s: at a million on this machine the kernel timed out most viewers' sockets
+	// on unanswered probes (the floor's writes failed with ETIMEDOUT) while the clients, told
+	// nothing, held them open, and the floor delivered 12% of the frames.
+	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
 	}
-	go f.receive() // runs until the process is killed
+	go f.receive()             // runs until the process is killed
+	go f.stats.log(&f.viewers) // as does this
 	return (&http.Server{Handler: mux}).Serve(ln)
 }
 
@@ -97,7 +103,9 @@ func (f *floorServer) serve(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := f.ps.Subscribe(ctx, f.keys.Channel(post))
 		cancel()
+		f.stats.subscribes.Add(1)
 		if err != nil {
+			f.stats.subscribeErrs.Add(1)
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -134,6 +142,27 @@ func (f *floorServer) serve(w http.ResponseWriter, r *http.Request) {
 	floorConns.Store(fd, conn) // keeps the descriptor open for the life of the process
 }
 
+// floorStats counts what the floor did with each update, logged to stderr every 10 s while it
+// changes: a floor that delivers less than the node must say why (not subscribed, a socket full).
+type floorStats struct {
+	subscribes, subscribeErrs, receiveErrs, messages, unwatched atomic.Int64
+	written, full, partial, writeErrs, failedFDs                atomic.Int64
+	lastErr                                                     atomic.Value
+}
+
+func (s *floorStats) log(viewers *atomic.Int64) {
+	var last string
+	for range time.Tick(10 * time.Second) {
+		line := fmt.Sprintf("floor: subscribes %d (errors %d), messages %d (unwatched %d, receive errors %d %v), writes %d, full %d, partial %d, errors %d on %d sockets of %d",
+			s.subscribes.Load(), s.subscribeErrs.Load(), s.messages.Load(), s.unwatched.Load(), s.receiveErrs.Load(), s.lastErr.Load(),
+			s.written.Load(), s.full.Load(), s.partial.Load(), s.writeErrs.Load(), s.failedFDs.Load(), viewers.Load())
+		if line != last {
+			fmt.Fprintln(os.Stderr, time.Now().Format(time.TimeOnly), line)
+			last = line
+		}
+	}
+}
+
 // floorHead is the floor's response head and retry hint, the same bytes for every viewer.
 const floorHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\nretry: 2000\n\n"
 
@@ -142,11 +171,15 @@ var floorConns sync.Map
 // receive is the bare loop: for each update, one write of the shared frame per viewer.
 func (f *floorServer) receive() {
 	ctx := context.Background()
+	failed := map[int]bool{}
 	for {
 		msg, err := f.ps.ReceiveMessage(ctx)
 		if err != nil {
+			f.stats.receiveErrs.Add(1)
+			f.stats.lastErr.Store(err.Error())
 			continue
 		}
+		f.stats.messages.Add(1)
 		u, err := update.Parse([]byte(msg.Payload))
 		if err != nil {
 			continue
@@ -155,8 +188,24 @@ func (f *floorServer) receive() {
 		f.mu.Lock()
 		fds := f.posts[strings.TrimSpace(u.PostID)]
 		f.mu.Unlock()
+		if len(fds) == 0 {
+			f.stats.unwatched.Add(1)
+		}
 		for _, fd := range fds {
-			_, _ = epoll.Write(fd, frame)
+			n, err := epoll.Write(fd, frame)
+			switch {
+			case err != nil:
+				f.stats.writeErrs.Add(1)
+				f.stats.lastErr.Store("write: " + err.Error())
+				failed[fd] = true
+				f.stats.failedFDs.Store(int64(len(failed)))
+			case n == 0:
+				f.stats.full.Add(1)
+			case n < len(frame):
+				f.stats.partial.Add(1)
+			default:
+				f.stats.written.Add(1)
+			}
 		}
 	}
 }
