@@ -34,6 +34,7 @@ type loop struct {
 	paced    []*loopPost // posts with a displayed frame being paced to their viewers (pace.go)
 	nextTick int64
 	tick     int64
+	due      dueList // the viewers by when the sweep must visit them (timers.go)
 	drain    drain
 	shed     shedder // Hub.Shed: closes the viewers of the moment, keeps the loop running (shed.go)
 	counts   counts
@@ -54,7 +55,7 @@ func newLoop(id int, h *Hub) (*loop, error) {
 		inbox: newInbox(),
 		posts: make(map[*posts.Post]*loopPost), viewers: make(map[int]*viewer),
 		scratch: make([]byte, 0, 4096), readBuf: make([]byte, 512),
-		tick: int64(tick),
+		tick: int64(tick), due: newDueList(int64(tick), 0), // the loop's clock starts at 0 (epoch)
 	}, nil
 }
 

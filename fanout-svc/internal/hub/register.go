@@ -60,4 +60,5 @@ func (s *loop) register(nv *Viewer) {
 		return
 	}
 	s.write(v, buf, frames)
+	s.fileDue(v)
 }

@@ -41,22 +41,40 @@ func (s *loop) runTimers() {
 
 // sweep sends viewers that heard nothing for a heartbeat interval a heartbeat (their owed
 // watching frames, else a ping) and drops viewers whose socket has been full for longer than the
-// stall timeout. One pass over the loop, no timer per viewer.
+// stall timeout. It visits only the viewers due by now (dueList), each filed again at its next
+// time; no timer per viewer.
 func (s *loop) sweep() {
+	s.due.take(s.now, s.check)
+}
+
+// check is the sweep's visit of one viewer.
+func (s *loop) check(v *viewer) {
 	hb := int64(s.cfg.Heartbeat)
 	stall := int64(s.cfg.StallTimeout)
-	for _, v := range s.viewers {
-		switch {
-		case v.doomed:
-		case v.blocked():
-			if stall > 0 && s.now-v.blockedSince > stall {
-				s.counts.stalled++
-				s.doom(v)
-			}
-		case s.now-v.lastWrite >= hb:
-			s.heartbeat(v) // its owed watching frames, or a ping (watching.go)
+	switch {
+	case v.blocked():
+		if stall > 0 && s.now-v.blockedSince > stall {
+			s.counts.stalled++
+			s.doom(v)
+			return
 		}
+	case s.now-v.lastWrite >= hb:
+		s.heartbeat(v) // its owed watching frames, or a ping (watching.go)
 	}
+	s.fileDue(v)
+}
+
+// fileDue files v for the sweep at its next heartbeat, or at the next tick while its socket is
+// full (it gets no heartbeat then; each tick checks it for the stall timeout, as before).
+func (s *loop) fileDue(v *viewer) {
+	if v.doomed {
+		return
+	}
+	if v.blocked() {
+		s.due.file(v, s.now+s.tick)
+		return
+	}
+	s.due.file(v, v.lastWrite+int64(s.cfg.Heartbeat))
 }
 
 // drainStep closes the share of viewers due by now, each after a short jittered retry hint so

@@ -21,6 +21,7 @@ type viewer struct {
 	batchDirty   uint64 // multi-post viewers: posts with frames in the batch being flushed
 	blockedSince int64
 	lastWrite    int64
+	due          int64 // the tick the sweep visits it next (dueList); 0: not filed
 	inBatchList  bool
 	doomed       bool
 	watching     uint64 // posts (link bits) whose newest watching frame is owed (watching.go)

@@ -27,6 +27,7 @@ func (s *loop) write(v *viewer, b []byte, frames int64) {
 		v.pending = append(v.pending[:0], b[n:]...)
 		if v.blockedSince == 0 {
 			v.blockedSince = s.now
+			s.fileDue(v) // checked each tick while full
 		}
 	}
 }
