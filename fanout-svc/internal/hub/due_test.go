@@ -4,8 +4,8 @@ import "testing"
 
 // TestDueListVisitsEachViewerAtItsTickOnce: a viewer is visited at the first tick at or after its
 // time, once, however often it was filed; filed earlier, it is visited at the earlier tick and its
-// later entry is skipped; a doomed viewer is never visited; and one filed again during its visit
-// waits for a later take.
+// later entry is skipped; a doomed or dropped viewer is never visited; and one filed again during
+// its visit waits for a later take.
 func TestDueListVisitsEachViewerAtItsTickOnce(t *testing.T) {
 	const tick = 10
 	d := newDueList(tick, 0)
@@ -14,7 +14,7 @@ func TestDueListVisitsEachViewerAtItsTickOnce(t *testing.T) {
 	d.file(a, 28) // later: a keeps tick 3
 	d.file(b, 55) // tick 6 ...
 	d.file(b, 12) // ... then earlier: tick 2, its tick-6 entry stale
-	d.file(c, 0)  // tick 0
+	d.file(c, 0)  // tick 1: ticks count from 1
 	d.file(gone, 5)
 	gone.doomed = true
 
@@ -33,10 +33,12 @@ func TestDueListVisitsEachViewerAtItsTickOnce(t *testing.T) {
 			}
 		}
 	}
-	take(9, 3)     // tick 0: c; gone (tick 1) is not due yet
-	take(19)       // ticks 1: gone is doomed
+	take(9)        // tick 0: nothing
+	take(19, 3)    // tick 1: c; gone is doomed
 	take(30, 2, 1) // ticks 2 (b) and 3 (a: its 25 rounds up to 30)
-	take(100)      // b's stale tick-6 entry: nothing
+	d.file(c, 50)  // tick 5 ...
+	d.drop(c)      // ... and removed from the loop
+	take(100)      // b's stale tick-6 entry, c's dropped one: nothing
 	if len(d.ticks) != 0 {
 		t.Fatalf("%d ticks left filed; want none", len(d.ticks))
 	}

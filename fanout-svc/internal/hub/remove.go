@@ -29,6 +29,7 @@ func (s *loop) removeViewer(v *viewer) {
 		} // else closing the descriptor, below, takes it out of the poller: one system call less
 	}
 	_ = v.conn.Close()
+	s.due.drop(v)
 	held := make([]*posts.Post, len(v.links))
 	for i, sl := range v.links {
 		sp := sl.sp

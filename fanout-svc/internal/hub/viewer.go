@@ -22,6 +22,7 @@ type viewer struct {
 	blockedSince int64
 	lastWrite    int64
 	due          int64 // the tick the sweep visits it next (dueList); 0: not filed
+	dueIdx       int   // its place in that tick's list
 	inBatchList  bool
 	doomed       bool
 	watching     uint64 // posts (link bits) whose newest watching frame is owed (watching.go)
