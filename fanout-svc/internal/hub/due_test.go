@@ -3,9 +3,9 @@ package hub
 import "testing"
 
 // TestDueListVisitsEachViewerAtItsTickOnce: a viewer is visited at the first tick at or after its
-// time, once, however often it was filed; filed earlier, it is visited at the earlier tick and its
-// later entry is skipped; a doomed or dropped viewer is never visited; and one filed again during
-// its visit waits for a later take.
+// time, once, however often it was filed; filed earlier, it moves to the earlier tick and its later
+// entry is cleared; a doomed or dropped viewer is never visited, nor held; and one filed again
+// during its visit waits for a later take.
 func TestDueListVisitsEachViewerAtItsTickOnce(t *testing.T) {
 	const tick = 10
 	d := newDueList(tick, 0)
@@ -13,8 +13,11 @@ func TestDueListVisitsEachViewerAtItsTickOnce(t *testing.T) {
 	d.file(a, 25) // tick 3
 	d.file(a, 28) // later: a keeps tick 3
 	d.file(b, 55) // tick 6 ...
-	d.file(b, 12) // ... then earlier: tick 2, its tick-6 entry stale
-	d.file(c, 0)  // tick 1: ticks count from 1
+	d.file(b, 12) // ... then earlier: tick 2, its tick-6 entry cleared
+	if d.ticks[6][0] != nil {
+		t.Fatal("b still held by its later tick-6 entry after moving to tick 2")
+	}
+	d.file(c, 0) // tick 1: ticks count from 1
 	d.file(gone, 5)
 	gone.doomed = true
 
@@ -38,7 +41,10 @@ func TestDueListVisitsEachViewerAtItsTickOnce(t *testing.T) {
 	take(30, 2, 1) // ticks 2 (b) and 3 (a: its 25 rounds up to 30)
 	d.file(c, 50)  // tick 5 ...
 	d.drop(c)      // ... and removed from the loop
-	take(100)      // b's stale tick-6 entry, c's dropped one: nothing
+	if d.ticks[5][0] != nil {
+		t.Fatal("c still held by its tick-5 entry after drop")
+	}
+	take(100) // b's cleared tick-6 entry, c's dropped one: nothing
 	if len(d.ticks) != 0 {
 		t.Fatalf("%d ticks left filed; want none", len(d.ticks))
 	}
