@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/likes/likes/pkg/redisacl"
+	"github.com/likes/likes/pkg/sessiontoken"
 	"github.com/likes/likes/testkit/redistest"
 )
 
@@ -85,12 +86,62 @@ func TestFilesGoOnlyToTheirConsumers(t *testing.T) {
 		if file == benchKeyFile && consumer != "writer" && consumer != "loadgen" {
 			t.Errorf("%s has the benchmark key", consumer)
 		}
+		if file == sessionKeyFile && consumer != "writer" {
+			t.Errorf("%s has the session signing keys", consumer)
+		}
 		if consumer == "fanout" && file != "fanout.password" {
 			t.Errorf("fanout's directory holds %s", file)
 		}
 		if strings.HasSuffix(file, ".password") && strings.TrimSuffix(file, ".password") == redisacl.Writer && consumer != "writer" {
 			t.Errorf("%s has the writer's password", consumer)
 		}
+	}
+}
+
+// TestFilesMakeSessionKeyOnce: the writers get a session key file they accept, made at the first
+// run; a later run keeps it as it is, a key an operator appended included.
+func TestFilesMakeSessionKeyOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := run(context.Background(), []string{"files", "-dir", dir}, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "writer", sessionKeyFile)
+	first, err := sessiontoken.ReadKeyFile(path)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("the writers' %s: %v, %v; want one key", sessionKeyFile, first, err)
+	}
+	if err := run(context.Background(), []string{"session-key", "-kid", "rotated", "-file", path}, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"files", "-dir", dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sessiontoken.ReadKeyFile(path)
+	if err != nil || len(got) != 2 || got[0].ID != first[0].ID || got[1].ID != "rotated" || !strings.Contains(out.String(), "kept") {
+		t.Errorf("after a key was appended, a second run left %v (%v) and said %q; want both keys kept", got, err, out.String())
+	}
+	if err := run(context.Background(), []string{"session-key", "-file", path, "-drop", first[0].ID}, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sessiontoken.ReadKeyFile(path); err != nil || len(got) != 1 || got[0].ID != "rotated" {
+		t.Errorf("after -drop of the first key: %v, %v; want the rotated key alone", got, err)
+	}
+	if err := run(context.Background(), []string{"session-key", "-file", path, "-drop", "rotated"}, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "no key") {
+		t.Errorf("-drop of the only key: %v; want refused", err)
+	}
+	if got, err := sessiontoken.ReadKeyFile(path); err != nil || len(got) != 1 {
+		t.Errorf("a refused -drop changed the file: %v, %v", got, err)
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("not a key file\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"files", "-dir", dir}, &out); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a malformed %s: %v; want refused, naming the line", sessionKeyFile, err)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
-const usage = "usage: credentials files -dir DIR [-prefix P] | credentials kube -secret NAME [-namespace NS] [-prefix P]"
+const usage = "usage: credentials files -dir DIR [-prefix P] | credentials kube -secret NAME [-namespace NS] [-prefix P] | credentials session-key [-kid ID] [-file F [-drop KID]]"
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
@@ -38,6 +38,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "credentials in %s: made %s\n", *dir, strings.Join(made, ", "))
 		}
 		return nil
+	case "session-key":
+		return sessionKey(args[1:], out)
 	case "kube":
 		secret := fs.String("secret", "likes-redis-credentials", "the Secret to make when it is missing")
 		namespace := fs.String("namespace", "", "its namespace (default: the Pod's own)")
@@ -54,15 +56,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				return err
 			}
 		}
-		made, err := api.ensureSecret(ctx, ns, *secret, *prefix)
+		did, err := api.ensureSecret(ctx, ns, *secret, *prefix)
 		if err != nil {
 			return err
 		}
-		verb := "kept"
-		if made {
-			verb = "made"
-		}
-		fmt.Fprintf(out, "secret %s/%s: %s\n", ns, *secret, verb)
+		fmt.Fprintf(out, "secret %s/%s: %s\n", ns, *secret, did)
 		return nil
 	}
 	return fmt.Errorf("%s", usage)

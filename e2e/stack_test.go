@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/likes/likes/testkit/apicheck"
 	"github.com/likes/likes/testkit/freeport"
 	"github.com/likes/likes/testkit/poll"
 )
@@ -21,7 +22,11 @@ import (
 // binDir holds the binaries built once by TestMain.
 var binDir string
 
+// TestMain builds the binaries once and runs the suite. Every reply a writer-svc or fanout-svc
+// started by StartProcAt gives http.DefaultClient (and so http.Get) is validated against the
+// service's OpenAPI document (testkit/apicheck), as testkit/clienttest's clients are.
 func TestMain(m *testing.M) {
+	http.DefaultClient.Transport = apicheck.Wrap(nil)
 	dir, err := os.MkdirTemp("", "likes-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -84,10 +89,10 @@ type Proc struct {
 // StartWriter starts writer-svc against redisURL; env entries (KEY=VALUE) are added, and win.
 // It trusts X-User-ID (TRUST_USER_HEADER=true), since most tests name their users: a test of the
 // default identity mode passes TRUST_USER_HEADER=false and takes sessions. Every test's client is
-// one loopback address, so the per-address like limit is off (LIKE_ADDR_RATE=off) unless a test
-// sets it.
+// one loopback address, so the per-address limits on likes and on reads of counts are off
+// (LIKE_ADDR_RATE=off, READ_ADDR_RATE=off) unless a test sets them.
 func StartWriter(t testing.TB, redisURL string, env ...string) *Proc {
-	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true", "LIKE_ADDR_RATE=off", "NEW_POST_ADDR_RATE=off", "NEW_POST_RATE=off", "USER_DATA_ADDR_RATE=off", "SESSION_REFRESH_RATE=off"}, env...)...)
+	return StartProc(t, "writer-svc", append([]string{"REDIS_URL=" + redisURL, "TRUST_USER_HEADER=true", "LIKE_ADDR_RATE=off", "READ_ADDR_RATE=off", "NEW_POST_ADDR_RATE=off", "NEW_POST_RATE=off", "USER_DATA_ADDR_RATE=off", "SESSION_REFRESH_RATE=off"}, env...)...)
 }
 
 // StartFanout starts fanout-svc against redisURL; env entries (KEY=VALUE) are added.
@@ -107,6 +112,9 @@ func StartProc(t testing.TB, name string, env ...string) *Proc {
 func StartProcAt(t testing.TB, name, addr string, env ...string) *Proc {
 	t.Helper()
 	p := &Proc{Name: name, Addr: addr, URL: "http://" + addr, t: t, bin: Bin(t, name), logs: &lockedBuffer{}}
+	if spec := apicheck.ForService(name); spec != nil {
+		apicheck.Serve(t, addr, spec) // its replies to the suite's clients must be as its document says
+	}
 	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn"), env...)
 	p.start()
 	t.Cleanup(func() {

@@ -17,11 +17,18 @@ func TestBrowserWatching(t *testing.T) {
 	browser := browsertest.Start(t)
 	redis := redistest.Start(t)
 	writer := StartWriter(t, redis.URL, "CORS_ORIGINS=*")
-	// A changed number reaches a page with its next count or, here where nobody likes, with the
-	// heartbeat: a short one, so that the test does not wait the default 15 s.
+	// A changed number reaches a page with its next count or, here where nobody likes after each
+	// post's first like, with the heartbeat: a short one, so that the test does not wait the
+	// default 15 s.
 	env := []string{"WRITER_PUBLIC_URL=" + writer.URL, "PAGE_POSTS=" + browserPosts, "WATCHING_INTERVAL=500ms", "HEARTBEAT_INTERVAL=500ms"}
 	first := StartFanout(t, redis.URL, env...)
 	second := StartFanout(t, redis.URL, env...)
+	// Only posts that exist (a like gave them a version) are counted.
+	for _, post := range strings.Split(browserPosts, ",") {
+		if code, body := doRequest(t, "POST", writer.URL+"/like/"+post, "alice"); code != 200 {
+			t.Fatalf("like %s: %d %s", post, code, body)
+		}
+	}
 
 	one := openPage(t, browser, "one", first.URL, 960, 640)
 	two := openPage(t, browser, "two", second.URL, 960, 640)

@@ -79,7 +79,11 @@ func TestWatchingAcrossThreeNodes(t *testing.T) {
 	onC := watchViewers(t, c.URL+"/sse/w", "w", 300)
 	waitWatching(t, "w", 600, onA, onB, onC)
 
-	// A feed on node A follows w and x; one viewer of x on node C.
+	// A feed on node A follows w and x; one viewer of x on node C. Only posts that exist (a like
+	// or a reaction gave them a version) are counted: x is liked first.
+	if code, body := doRequest(t, "POST", writer.URL+"/like/x", "alice"); code != 200 {
+		t.Fatalf("like: %d %s", code, body)
+	}
 	feed := Watch(t, a.URL+"/sse?posts=w,x")
 	onlyX := Watch(t, c.URL+"/sse/x")
 	waitWatching(t, "w", 601, onA, onB, onC, []*Viewer{feed})
@@ -99,9 +103,13 @@ func TestWatchingAcrossThreeNodes(t *testing.T) {
 	}
 	waitWatching(t, "w", 251, onA, onC, []*Viewer{feed})
 
-	// Watching events carried no id: each stream still resumes from w's version, the one like's
-	// (x, never liked, from version 0).
+	// Watching events carried no id: each stream still resumes from its post's version, the
+	// one like's.
 	ver, err := rs.Client(t).Get(context.Background(), rediskeys.New("").Version("w")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	verX, err := rs.Client(t).Get(context.Background(), rediskeys.New("").Version("x")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +117,7 @@ func TestWatchingAcrossThreeNodes(t *testing.T) {
 		id, withID := v.LastID()
 		want := ver
 		if v == onlyX {
-			want = "0"
+			want = verX
 		}
 		if id != want || withID != 0 {
 			t.Fatalf("viewer %d: Last-Event-ID %q, %d watching events with an id; want %q and none", i, id, withID, want)
@@ -131,6 +139,11 @@ func TestWatchingOnACluster(t *testing.T) {
 	env := append([]string{"REDIS_CLUSTER_ADDRS=" + cluster.AddrList()}, watchEnv...)
 	nodes := []*Proc{StartFanout(t, cluster.Nodes[0].URL, env...), StartFanout(t, cluster.Nodes[0].URL, env...)}
 	posts := clusterPostPerNode(t, cluster, rediskeys.New(""))
+	for _, p := range posts { // they exist, as after a like: only posts that exist are counted
+		if err := cluster.Client(t).Set(context.Background(), rediskeys.New("").Version(p), 1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var all []*Viewer
 	for _, n := range nodes {
 		all = append(all, Watch(t, n.URL+"/sse?posts="+posts[0]+","+posts[1]+","+posts[2]))

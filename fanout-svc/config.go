@@ -24,6 +24,17 @@ import (
 // fdHeadroom is what max-conns leaves of the open-file limit for Redis, listeners and accepts.
 const fdHeadroom = 256
 
+// defaultMaxPerSource is MAX_VIEWERS_PER_IP unless set: the deploy files' value, so that a node
+// run as built is bounded too. It is far above what one household or office behind one address
+// opens, and far below a node's capacity, so that one client cannot fill a node.
+const defaultMaxPerSource = 5000
+
+// defaultMaxHTTPConns is MAX_HTTP_CONNS unless set. What net/http serves on a node is a few
+// requests at a time (probes, scrapes, the page, the odd stream on its way to the hub), so this
+// is far more than they need and bounds what clients holding requests open can take: a
+// goroutine and about 10 KB each, and descriptors beside MAX_CONNS's.
+const defaultMaxHTTPConns = 4096
+
 // config is fanout-svc's whole configuration, read once from flags and environment.
 type config struct {
 	Serve       serve.Options
@@ -36,19 +47,26 @@ type config struct {
 	LogLevel    string
 	DrainWindow time.Duration
 	RedisGrace  time.Duration
-	trusted     []string
+	// MaxHTTPConns bounds the connections net/http holds at once (fastaccept.Config.MaxNetHTTP).
+	MaxHTTPConns int
+	trusted      []string
 }
 
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var c config
 	s := envflag.New("fanout-svc", getenv, out)
 	c.Serve.Register(s, ":8090")
+	// A request net/http serves (everything but the fast path's streams) must arrive whole within
+	// READ_TIMEOUT, body too: without it a declared body never sent held a connection forever, a
+	// descriptor outside MAX_CONNS. Streams are unaffected: Hijack clears the deadline.
+	s.Duration(&c.Serve.ReadTimeout, "read-timeout", "READ_TIMEOUT", 10*time.Second, "time allowed to read a whole request, body included (not a stream's life: a stream's connection leaves net/http once its request is read)")
 	c.Redis.Register(s)
 	s.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	s.Int(&c.MaxHTTPConns, "max-http-conns", "MAX_HTTP_CONNS", defaultMaxHTTPConns, "connections net/http serves at once: every request but the streams the event loops serve (the page, probes, /metrics, a stream until it reaches the hub, idle keep-alives); more are answered 503 and closed")
 	s.Int(&c.Stream.MaxConns, "max-conns", "MAX_CONNS", defaultMaxConns(), "viewers this node admits; more get 503 + Retry-After (default: open-file limit minus headroom)")
 	s.Int(&c.Stream.MaxPosts, "max-posts", "MAX_POSTS_PER_STREAM", hub.MaxPosts, "posts one stream may follow (at most "+strconv.Itoa(hub.MaxPosts)+")")
 	s.Duration(&c.Stream.Retry, "retry", "SSE_RETRY", 2*time.Second, "reconnect delay sent to viewers as retry:, jittered up to +50%")
-	s.Int(&c.Stream.MaxPerSource, "max-viewers-per-ip", "MAX_VIEWERS_PER_IP", 0, "viewers per client address; 0 = no limit")
+	s.Int(&c.Stream.MaxPerSource, "max-viewers-per-ip", "MAX_VIEWERS_PER_IP", defaultMaxPerSource, "viewers per client (an IPv4 address, an IPv6 /64); 0 = no limit")
 	s.List(&c.trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for MAX_VIEWERS_PER_IP: addresses, CIDRs, or host names (the balancer's service name: every address it resolves to is trusted; names are resolved at start and again every "+clientip.DefaultRefresh.String()+", and one that does not resolve yet trusts nothing)")
 	s.Int(&c.Hub.Loops, "shards", "SHARDS", 0, "event loops; 0 = GOMAXPROCS")
 	s.Duration(&c.Hub.FlushWindow, "flush-window", "FLUSH_WINDOW", 0, "batch each viewer's frames over this window into one write; 0 = write at once")
@@ -94,6 +112,12 @@ func (c *config) validate() error {
 	}
 	if c.Stream.MaxConns < 1 {
 		return errors.New("max-conns must be positive")
+	}
+	if c.MaxHTTPConns < 1 {
+		return errors.New("max-http-conns must be positive")
+	}
+	if c.Serve.ReadTimeout <= 0 {
+		return errors.New("read-timeout must be positive") // 0 would let a request's body hold its connection forever
 	}
 	if c.Watching.Interval < 0 || (c.Watching.Interval > 0 && c.Watching.Interval < 10*time.Millisecond) {
 		return errors.New("watching-interval must be 0 (off) or at least 10ms")

@@ -55,13 +55,15 @@ func BenchmarkConnect(b *testing.B) {
 }
 
 // benchNodeEnv is the configuration a benchmark run may change from the environment; the node
-// runs with its defaults otherwise.
-var benchNodeEnv = []string{"WATCHING_INTERVAL", "SHARDS", "HEARTBEAT_INTERVAL", "FLUSH_WINDOW", "SEND_BUFFER"}
+// runs with its defaults otherwise, but for MAX_VIEWERS_PER_IP.
+var benchNodeEnv = []string{"WATCHING_INTERVAL", "SHARDS", "HEARTBEAT_INTERVAL", "FLUSH_WINDOW", "SEND_BUFFER", "MAX_VIEWERS_PER_IP"}
 
 // startBenchNode runs fanout-svc on redisURL until b ends and returns its base URL once ready.
+// Every connect comes from 127.0.0.1, more of them than the default cap per address
+// (MAX_VIEWERS_PER_IP, 5,000): the cap is one address's own, its lookup is kept, the limit is not.
 func startBenchNode(b *testing.B, redisURL string) string {
 	b.Helper()
-	env := map[string]string{"REDIS_URL": redisURL}
+	env := map[string]string{"REDIS_URL": redisURL, "MAX_VIEWERS_PER_IP": "1000000"}
 	for _, k := range benchNodeEnv { // e.g. WATCHING_INTERVAL=0 to see the connect path without watching
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v

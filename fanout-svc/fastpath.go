@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
+	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +33,11 @@ const streamPrefix = "GET /sse"
 //
 // A stream whose setup waits on Redis (a post the node does not know yet) is served on a
 // goroutine of its own (fastaccept.Blocking), so that no loop waits for it.
-func fastListen(inner net.Listener, o serve.Options, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
+//
+// net/http holds at most maxHTTP connections at once (MAX_HTTP_CONNS); past that a connection
+// for it gets a 503 (httpBusy) and is closed. The node's server reports each connection it lets
+// go (releaseOnClose).
+func fastListen(inner net.Listener, o serve.Options, maxHTTP int, streams *stream.Handler, guard *redisGuard, m *serve.RequestMetrics, reg *prometheus.Registry, log *zap.Logger) (*fastaccept.Listener, error) {
 	var pauses atomic.Int64
 	onPause := func(err error) { // on an event loop: log the first pause and every 100th after
 		if n := pauses.Add(1); n == 1 || n%100 == 0 {
@@ -44,11 +50,34 @@ func fastListen(inner net.Listener, o serve.Options, streams *stream.Handler, gu
 		Help: "Panics recovered while an event loop read or served one connection's request head; that connection was closed, every other kept.",
 	}, func() float64 { return float64(panics.n.Load()) }))
 	ln, err := fastaccept.Listen(inner, fastaccept.Config{Prefix: streamPrefix, HeadTimeout: o.ReadHeaderTimeout,
-		OnPause: onPause, OnPanic: panics.recovered}, fastStreams(streams, guard, m))
+		OnPause: onPause, OnPanic: panics.recovered, MaxNetHTTP: maxHTTP, Busy: httpBusy()}, fastStreams(streams, guard, m))
 	if err != nil {
 		return nil, err
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "likes_fanout_http_conns",
+		Help: "Connections net/http holds (every request but the streams the event loops serve); at most MAX_HTTP_CONNS.",
+	}, func() float64 { return float64(ln.NetHTTP()) }))
 	return ln, nil
+}
+
+// httpBusy is the answer of a connection past MAX_HTTP_CONNS, as serve.Unavailable would write
+// it: a JSON 503 with Retry-After, and the connection closed.
+func httpBusy() []byte {
+	body := `{"error":"too many connections; retry"}` + "\n"
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n" +
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+// releaseOnClose is the server's ConnState hook: it tells ln of every connection net/http lets go,
+// closed or hijacked (each connection reaches exactly one of the two), so that ln's bound on
+// net/http's connections counts only those it still holds.
+func releaseOnClose(ln *fastaccept.Listener) func(net.Conn, http.ConnState) {
+	return func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed || s == http.StateHijacked {
+			ln.Released()
+		}
+	}
 }
 
 // loopPanics counts and logs the panics fastaccept recovered on the node's loops. A panic there

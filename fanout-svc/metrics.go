@@ -25,7 +25,7 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, p *posts.Registry, re
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
 	}
 	gauge("likes_fanout_viewers", "Connected viewers.", func() float64 { return float64(hs.Viewers.Load()) })
-	gauge("likes_fanout_subscriptions", "Posts this node is subscribed to.", func() float64 { return float64(p.Subscriptions()) })
+	gauge("likes_fanout_subscriptions", "Posts this node has viewers of or keeps in their grace period: subscribed, or waiting to exist (likes_fanout_waiting_posts).", func() float64 { return float64(p.Subscriptions()) })
 	counter("likes_fanout_updates_total", "Updates accepted from Redis.", func() float64 { return float64(hs.Updates.Load()) })
 	counter("likes_fanout_updates_stale_total", "Updates dropped as older than the node's newest.", func() float64 { return float64(hs.Stale.Load()) })
 	counter("likes_fanout_events_sent_total", "Event frames handed to viewer sockets.", func() float64 { return float64(hs.FramesSent.Load()) })
@@ -38,12 +38,18 @@ func registerMetrics(reg *prometheus.Registry, h *hub.Hub, p *posts.Registry, re
 	counter("likes_fanout_disconnects_total", "Viewers gone.", func() float64 { return float64(hs.Disconnects.Load()) })
 	counter("likes_fanout_stalled_total", "Viewers dropped because their socket did not drain in time.", func() float64 { return float64(hs.Stalled.Load()) })
 	counter("likes_fanout_heartbeats_total", "Heartbeat comments sent.", func() float64 { return float64(hs.Heartbeats.Load()) })
+	counter("likes_fanout_viewer_panics_total", "Panics recovered while an event loop served one viewer (a write, a heartbeat, its socket's events, its removal); that viewer was closed, every other kept.",
+		func() float64 { return float64(hs.Panics.Load()) })
 	counter("likes_fanout_refused_total", "Viewers refused because the node or their address was full.", func() float64 { return float64(streams.Refused.Load()) })
 	counter("likes_fanout_pubsub_messages_total", "Pub/sub messages received.", func() float64 { return float64(rs.Messages.Load()) })
 	counter("likes_fanout_redis_errors_total", "Redis receive, subscribe and snapshot errors.", func() float64 { return float64(rs.RedisErrors.Load()) })
 	counter("likes_fanout_resyncs_total", "Posts re-read after a resubscription.", func() float64 { return float64(rs.Resyncs.Load()) })
 	counter("likes_fanout_resubscribes_total", "Resubscriptions after a lost pub/sub connection or a moved slot.", func() float64 { return float64(rs.Reconnects.Load()) })
 	counter("likes_fanout_slot_reroutes_total", "Redis Cluster slots whose subscriptions moved to another node.", func() float64 { return float64(rs.Reroutes.Load()) })
+	gauge("likes_fanout_waiting_posts", "Posts with viewers here that do not exist yet (no like or reaction): no Redis subscription, no watching key; the node waits for their creation on the creations channel.",
+		func() float64 { return float64(rel.Waiting()) })
+	counter("likes_fanout_creations_heard_total", "Post creations heard on the creations channel, any post's.", func() float64 { return float64(rs.Created.Load()) })
+	counter("likes_fanout_waiting_posts_activated_total", "Waiting posts subscribed once they came to exist.", func() float64 { return float64(rs.Activated.Load()) })
 	reg.MustRegister(deliveryCollector{d: &hs.Delivery})
 }
 

@@ -149,7 +149,7 @@ func (n *node) Listen() (*fastaccept.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := fastListen(inner, n.cfg.Serve, n.streams, n.guard, n.metrics, n.reg, n.log.Named("fast"))
+	ln, err := fastListen(inner, n.cfg.Serve, n.cfg.MaxHTTPConns, n.streams, n.guard, n.metrics, n.reg, n.log.Named("fast"))
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +163,7 @@ func (n *node) Listen() (*fastaccept.Listener, error) {
 // window (they reconnect to other nodes). Close then lets Redis go.
 func (n *node) Serve(ctx context.Context, ln *fastaccept.Listener) error {
 	srv := serve.NewServer(n.cfg.Serve, n.handler, n.log)
+	srv.ConnState = releaseOnClose(ln)
 	// The server stops on its own context, cancelled only after new streams are refused, so that
 	// no stream is admitted once shutdown has begun.
 	serveCtx, stopServing := context.WithCancel(context.Background())

@@ -15,6 +15,7 @@ import (
 	"github.com/likes/likes/pkg/sse"
 	"github.com/likes/likes/pkg/sseclient"
 	"github.com/likes/likes/pkg/update"
+	"github.com/likes/likes/testkit/apicheck"
 	"github.com/likes/likes/testkit/freeport"
 	"github.com/likes/likes/testkit/poll"
 	"github.com/likes/likes/testkit/redistest"
@@ -38,7 +39,8 @@ func startNode(t *testing.T, redisURL string, env map[string]string) *testNode {
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"fanout-svc"}, func(k string) string { return all[k] }, io.Discard) }()
 	tr := &http.Transport{}
-	n := &testNode{base: "http://" + addr, client: &http.Client{Transport: tr}}
+	apicheck.Serve(t, addr, apicheck.Fanout()) // every reply as its document says
+	n := &testNode{base: "http://" + addr, client: &http.Client{Transport: apicheck.Wrap(tr)}}
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -149,16 +151,26 @@ func (w *watcher) state() (count int64, retries int, eof bool) {
 }
 
 // publish stores post's count and version and publishes the update, as the writer's script does:
-// a node that resubscribes after the message went out finds the count when it re-reads.
+// a node that resubscribes after the message went out finds the count when it re-reads. The
+// post's first update also announces its creation (rediskeys.Created), which a node waiting on
+// the post subscribes on.
 func publish(t *testing.T, rs *redistest.Server, post string, count int64) {
 	t.Helper()
 	keys := rediskeys.New("likes:")
 	u := update.Update{PostID: post, Count: count, TS: time.Now().UnixMicro()}
-	for _, cmd := range [][]any{
+	existed, err := rs.Do("EXISTS", keys.Version(post))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := [][]any{
 		{"SET", keys.Count(post), count},
 		{"SET", keys.Version(post), u.TS},
 		{"PUBLISH", keys.Channel(post), string(u.AppendJSON(nil))},
-	} {
+	}
+	if existed == int64(0) {
+		cmds = append(cmds, []any{"PUBLISH", keys.Created(), post})
+	}
+	for _, cmd := range cmds {
 		if _, err := rs.Do(cmd...); err != nil {
 			t.Fatalf("%v: %v", cmd[0], err)
 		}
@@ -208,6 +220,7 @@ func TestRedisLostPastGraceShedsViewers(t *testing.T) {
 func TestRedisBackWithinGraceKeepsViewers(t *testing.T) {
 	rs := redistest.Start(t)
 	n := startNode(t, rs.URL, map[string]string{"REDIS_GRACE": "1m"})
+	publish(t, rs, "r", 0) // the post exists, so the node holds a channel of it to resubscribe
 	w := n.watch(t, "r")
 	rs.Kill()
 	n.awaitStatus(t, "/readyz", http.StatusServiceUnavailable)

@@ -59,6 +59,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 	for _, env := range []map[string]string{
 		{"MAX_POSTS_PER_STREAM": "65"},
 		{"MAX_CONNS": "0"},
+		{"READ_TIMEOUT": "0"},
 		{"FLUSH_WINDOW": "-1s"},
 		{"WATCHING_INTERVAL": "-1s"},
 		{"WATCHING_INTERVAL": "1ms"},

@@ -15,7 +15,7 @@
 # CPU layout (taskset): REDIS_CPUS (default 1) for redis-server alone; WRITER_CPUS (0) and WRK_CPUS
 # (0) for the writer and the generator.
 #
-# Usage: scripts/bench-writer.sh
+# Usage: scripts/bench-writer.sh          MODE=reads scripts/bench-writer.sh (what a read costs, below)
 # Environment (defaults): BIN (bin: the directory holding writer-svc), CONNS (64), THREADS (2),
 # DURATION (20s), DELAY_MS (0: closed loop; N: each connection waits N ms between its answer and
 # its next like), POST (hot), REPLICAS (0: replicas of the redis-server, on REDIS_CPUS too, for
@@ -30,6 +30,7 @@ set -euo pipefail
 export TRUST_USER_HEADER=${TRUST_USER_HEADER:-true}
 export LIKE_ADDR_RATE=${LIKE_ADDR_RATE:-off} # every like comes from one address here
 export NEW_POST_ADDR_RATE=${NEW_POST_ADDR_RATE:-off} # and names every post from there
+export READ_ADDR_RATE=${READ_ADDR_RATE:-off} # and reads, with MODE=reads
 export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
 
 cd "$(dirname "$0")/.."
@@ -89,11 +90,35 @@ pids+=($writer)
 for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$WRITER_PORT/readyz" 2>/dev/null && break; sleep 0.1; done
 url=http://127.0.0.1:$WRITER_PORT
 
+info() { rcli info "$1" | tr -d '\r'; }
+redis_cpu() { info cpu | awk -F: '$1=="used_cpu_sys"||$1=="used_cpu_user"{s+=$2} END{printf "%.6f", s}'; }
+cmd_calls() { info commandstats | awk -F'[:=,]' -v c="cmdstat_$1" '$1==c{n=$3} END{print n+0}'; }
+
+# MODE=reads: GET /count/$POST (liked once first, so that it exists) in a closed loop instead of
+# likes, and one line of what a read costs: reads/s, Redis CPU and writer CPU per read, the read
+# barriers' WAITs and SETs per read (REDIS_ACK_REPLICAS with REPLICAS), wrk's p50 and p99.
+if [[ ${MODE:-likes} == reads ]]; then
+  curl -fsS -o /dev/null -X POST -H "X-User-ID: reader-seed" "$url/like/$POST"
+  taskset -c "$WRK_CPUS" wrk -t"$THREADS" -c"$CONNS" -d2s "$url/count/$POST" >/dev/null
+  r0=$(redis_cpu) a0=$(cmd_calls wait) s0=$(cmd_calls set) w0=$(awk '{print $14+$15}' "/proc/$writer/stat")
+  out=$(taskset -c "$WRK_CPUS" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$url/count/$POST")
+  r1=$(redis_cpu) a1=$(cmd_calls wait) s1=$(cmd_calls set) w1=$(awk '{print $14+$15}' "/proc/$writer/stat")
+  echo "$out" >"$BENCH_DIR/wrk.txt"
+  requests=$(echo "$out" | awk '/requests in/{print $1}')
+  non2xx=$(echo "$out" | awk '/Non-2xx/{print $NF}')
+  secs=$(echo "$out" | awk '/requests in/{sub(/s,$/, "", $4); print $4}')
+  awk -v n="$((requests - ${non2xx:-0}))" -v non2xx="${non2xx:-0}" -v secs="$secs" -v r="$(awk -v a="$r0" -v b="$r1" 'BEGIN{print b-a}')" \
+    -v waits="$((a1 - a0))" -v sets="$((s1 - s0))" -v w="$((w1 - w0))" -v hz="$(getconf CLK_TCK)" \
+    -v p50="$(echo "$out" | awk '$1=="50%"{print $2}')" -v p99="$(echo "$out" | awk '$1=="99%"{print $2}')" 'BEGIN {
+      printf "reads/s %.0f  ok %d  non2xx %d  redis_us %.2f  writer_us %.1f  waits_per_read %.4f  sets_per_read %.4f  p50 %s  p99 %s\n",
+        n / secs, n, non2xx, r * 1e6 / n, w / hz * 1e6 / n, waits / n, sets / n, p50, p99
+    }'
+  exit 0
+fi
+
 # Warm up (connections, script cache) on another post, then measure on a fresh one.
 taskset -c "$WRK_CPUS" wrk -t"$THREADS" -c"$CONNS" -d2s -s scripts/wrk-likes.lua "$url" -- warmup warm "$DELAY_MS" >/dev/null
 
-info() { rcli info "$1" | tr -d '\r'; }
-redis_cpu() { info cpu | awk -F: '$1=="used_cpu_sys"||$1=="used_cpu_user"{s+=$2} END{printf "%.6f", s}'; }
 evalsha_calls() { info commandstats | awk -F'[:=,]' '$1=="cmdstat_evalsha"{print $3}'; }
 writer_ticks() { awk '{print $14+$15}' "/proc/$writer/stat"; }
 used_memory() { info memory | awk -F: '$1=="used_memory"{print $2}'; }

@@ -41,6 +41,7 @@ set -euo pipefail
 export TRUST_USER_HEADER=${TRUST_USER_HEADER:-true}
 export LIKE_ADDR_RATE=${LIKE_ADDR_RATE:-off} # every like comes from one address here
 export NEW_POST_ADDR_RATE=${NEW_POST_ADDR_RATE:-off} # and names every post from there
+export READ_ADDR_RATE=${READ_ADDR_RATE:-off} # and reads every post's count from there
 export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
 # 5,000 new viewers a second, not ramp.sh's 8,000: at 8,000 the generator core (Redis, the
 # writer, seven loadgen workers) saturated in some ramps, and the writer's count read after the

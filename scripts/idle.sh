@@ -30,7 +30,8 @@ source scripts/lib/procs.sh
 for p in $redis_port $node_port; do port_free "$p" || { echo "idle: port $p is in use" >&2; exit 1; }; done
 
 start_redis "$redis_port" taskset -c 1
-LISTEN_ADDR=127.0.0.1:$node_port REDIS_URL=redis://127.0.0.1:$redis_port LOG_LEVEL=warn \
+# Every viewer comes from 127.0.0.1: no cap per address (5,000 by default).
+LISTEN_ADDR=127.0.0.1:$node_port REDIS_URL=redis://127.0.0.1:$redis_port LOG_LEVEL=warn MAX_VIEWERS_PER_IP=0 \
   taskset -c 0 "$BIN/fanout-svc" >"$LOG_DIR/fanout.log" 2>&1 &
 pids+=($!)
 url=http://127.0.0.1:$node_port

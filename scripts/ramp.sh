@@ -35,6 +35,7 @@ set -euo pipefail
 export TRUST_USER_HEADER=${TRUST_USER_HEADER:-true}
 export LIKE_ADDR_RATE=${LIKE_ADDR_RATE:-off} # every like comes from one address here
 export NEW_POST_ADDR_RATE=${NEW_POST_ADDR_RATE:-off} # and names every post from there
+export READ_ADDR_RATE=${READ_ADDR_RATE:-off} # and reads every post's count from there
 export LOADGEN_IDENTITY=${LOADGEN_IDENTITY:-header}
 
 cd "$(dirname "$0")/.."
@@ -143,8 +144,9 @@ if [[ $RAMP_TARGET == nchan ]]; then
 else
   for i in $(seq 0 $((FANOUT_NODES - 1))); do
     port=$((FANOUT_PORT + i))
+    # Every viewer comes from 127.0.0.0/8, most from a few addresses: no cap per address (5,000 by default).
     LISTEN_ADDR=127.0.0.1:$port REDIS_URL=$REDIS_URL LOG_LEVEL=${LOG_LEVEL:-warn} DRAIN_WINDOW=${DRAIN_WINDOW:-1s} \
-      "${pins_fanout[@]}" "${FANOUT_BIN:-$BIN/fanout-svc}" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
+      MAX_VIEWERS_PER_IP=${MAX_VIEWERS_PER_IP:-0} "${pins_fanout[@]}" "${FANOUT_BIN:-$BIN/fanout-svc}" >"$RAMP_DIR/fanout-$i.log" 2>&1 &
     pids+=($!)
     echo $! >"$RAMP_DIR/fanout-$i.pid" # taskset execs the node: for a --kill-cmd
     fanout_urls+=("http://127.0.0.1:$port")

@@ -69,7 +69,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	a.store = store.New(rdb, keys, store.Options{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, Acks: acks, IndexGrace: indexGrace(cfg),
 		ReactionInterval: cfg.ReactionInterval, TimelineRetention: cfg.TimelineRetention,
-		ClockOffset: clock.Offset,
+		ClockOffset: clock.Offset, EmptyPostTTL: cfg.EmptyPostTTL,
 	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {
@@ -129,6 +129,9 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	}
 	if !cfg.UserDataAddrRate.Off() {
 		o.DataAddrLimit = ratelimit.NewNamed(rdb, keys.DataAddrRate, cfg.UserDataAddrRate)
+	}
+	if !cfg.ReadAddrRate.Off() {
+		o.ReadAddrLimit = ratelimit.NewLocal(cfg.ReadAddrRate) // in this process: a read writes nothing to Redis
 	}
 	likes := likeapi.NewHandler(o)
 	timelines := timeline.NewHandler(timeline.Options{
@@ -194,6 +197,9 @@ func (a *app) close() error {
 	}
 	if a.changes != nil {
 		a.changes.Close()
+	}
+	if a.store != nil {
+		a.store.Close() // its read barriers use the client: stopped before it closes
 	}
 	if a.sessions != nil {
 		a.sessions.Close()

@@ -41,6 +41,7 @@ type Config struct {
 	// TimelineRetention is how long each minute of a post's timeline of likes and reactions is kept
 	// (GET /posts/{postID}/timeline); 0 keeps none.
 	TimelineRetention time.Duration
+	EmptyPostTTL      time.Duration // keys of a post left with no likes and no reactions (store.Options.EmptyPostTTL)
 	CORSOrigins       []string
 	AllowedOrigins    []string // origins whose pages may change likes and sessions; the own site always may
 	LikeRate          ratelimit.Rate
@@ -49,6 +50,7 @@ type Config struct {
 	NewPostRate       ratelimit.Rate // new posts per user (likes and reactions of unknown posts)
 	NewPostAddrRate   ratelimit.Rate // new posts per client address
 	UserDataAddrRate  ratelimit.Rate // reads and erasures of user data per client address
+	ReadAddrRate      ratelimit.Rate // reads of counts (GET /count, /counts, /likes) per client address
 	Auth              AuthConfig
 	Session           SessionConfig
 	// ClockUncertaintyMax is how uncertain the measured offset of Redis' clock may be before writes
@@ -119,6 +121,13 @@ const (
 	// Reads and erasures of user data (a post's likers, a user's likes, their erasure) per address:
 	// a page of likers per post view for a busy office, far below a scraper's pace.
 	defaultUserDataAddrRate = "1200/1m burst 600"
+	// Reads of counts (GET /count/{postID}, /counts, /likes) per address: likes.js reads a page's
+	// posts 100 to a request, on load and after each stream reconnect, so 600 is that many
+	// viewers behind one address loading at once (a fanout node's crash reconnects all its
+	// viewers within seconds), and 20 a second is 1,200 page loads a minute, while a flood from
+	// one address costs Redis at most 20 reads a second per writer past its burst (each writer
+	// counts in its own memory: ratelimit.Local).
+	defaultReadAddrRate = "1200/1m burst 600"
 	// Session refreshes per address: one per user per SESSION_TTL, for thousands of users behind
 	// one address.
 	defaultSessionRefreshRate = "600/1m burst 600"
@@ -157,6 +166,20 @@ TRUST_USER_HEADER with site JWTs, or SESSIONS=false with neither, refuses to sta
 User ids beginning with "bench-" are load-test users: only benchmark tokens (BENCH_SESSION_KEY_FILE)
 name them, and a site JWT or X-User-ID naming one is refused.
 
+Session signing keys, chosen at start: SESSION_KEY_FILE if set, else AUTH_SESSION_SECRET (one key,
+no rotation), else keys the writers create and rotate in Redis (SESSION_KEY_ROTATE), which anyone
+with the writers' Redis rights can read and sign any user's session with: use a file.
+SESSION_KEY_FILE holds lines of "kid base64url-key" (kid: letters, digits, - _ .; a key of at
+least 32 random bytes; # comments). Every key verifies; the last one signs. The file is read again
+every 5s (a Kubernetes Secret is updated in place, with no signal), and a file that became
+unreadable or malformed keeps the keys in memory and is logged. To rotate:
+  1. append a new key (credentials session-key prints one): it verifies at once; a writer signs
+     with it 2m after it reads it, once every replica has it (a Secret may take a minute or two
+     to reach every pod);
+  2. wait SESSION_TTL + SESSION_REFRESH_GRACE (25h by default) after that: no token of the old
+     key can be used or refreshed any more;
+  3. remove the old key. Removing a key at once ends every session it signed.
+
 Flags:
 `
 
@@ -164,7 +187,7 @@ Flags:
 // flag.ErrHelp after printing usage for -h/--help.
 func loadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var ackReplicas, likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, refreshRate, sessionRate, sessionSecret, benchKeyFile, kinds string
+	var ackReplicas, likeRate, likeAddrRate, newPostRate, newPostAddrRate, dataAddrRate, readAddrRate, refreshRate, sessionRate, sessionSecret, benchKeyFile, kinds string
 	var trusted []string
 	set := envflag.New("writer-svc", getenv, out)
 	set.FS.Usage = func() {
@@ -185,6 +208,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
 	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", store.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
 	set.Duration(&c.TimelineRetention, "timeline-retention", "TIMELINE_RETENTION", defaultTimelineRetention, "how long each minute of a post's likes and reactions per second is kept for GET /posts/{postID}/timeline (0: no timeline)")
+	set.Duration(&c.EmptyPostTTL, "empty-post-ttl", "EMPTY_POST_TTL", defaultEmptyPostTTL, "how long the keys of a post left with no likes and no reactions (liked, then unliked) are kept before they expire; a like or a reaction meanwhile keeps them (0: for ever)")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.List(&c.AllowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", `comma-separated origins whose pages may like, unlike, react, start sessions and erase likes through a browser, besides the API's own site ("*" for any; empty: CORS_ORIGINS)`)
 	set.String(&likeRate, "like-rate", "LIKE_RATE", "", `per-user like rate limit shared by all replicas, N/duration with an optional burst such as "30/1m burst 10" (empty: off)`)
@@ -193,6 +217,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&newPostRate, "new-post-rate", "NEW_POST_RATE", defaultNewPostRate, `new posts one user may bring into existence with likes and reactions, shared by all replicas ("off": unlimited); bounds how far one session can grow Redis`)
 	set.String(&newPostAddrRate, "new-post-addr-rate", "NEW_POST_ADDR_RATE", defaultNewPostAddrRate, `new posts per client address, all its users together ("off": unlimited)`)
 	set.String(&dataAddrRate, "user-data-addr-rate", "USER_DATA_ADDR_RATE", defaultUserDataAddrRate, `reads and erasures of user data (GET /likes/{postID}/users, GET and DELETE /me/likes) per client address, shared by all replicas ("off": unlimited)`)
+	set.String(&readAddrRate, "read-addr-rate", "READ_ADDR_RATE", defaultReadAddrRate, `reads of counts (GET /count/{postID}, /counts, /likes) per client address (an IPv6 /64 counts as one), counted in each replica's memory (no Redis call: a read writes nothing), so an address's bound is this times the writer replicas; past it 429 with Retry-After before any Redis work ("off": unlimited; a load test from one address turns it off)`)
 	set.String(&refreshRate, "session-refresh-rate", "SESSION_REFRESH_RATE", defaultSessionRefreshRate, `session refreshes per client address, shared by all replicas ("off": unlimited)`)
 	set.String(&c.Auth.JWTSecret, "auth-jwt-secret", "AUTH_JWT_SECRET", "", "HS256 secret (at least 32 bytes); when set, a bearer JWT is required and the user is its sub claim")
 	set.String(&c.Auth.JWKSURL, "auth-jwks-url", "AUTH_JWKS_URL", "", "JWKS URL of the identity provider; when set, a bearer JWT (RS/PS/ES/EdDSA) is required and the user is its sub claim")
@@ -207,8 +232,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.Duration(&c.Session.TTL, "session-ttl", "SESSION_TTL", d.TTL, "lifetime of a session token")
 	set.Duration(&c.Session.RefreshGrace, "session-refresh-grace", "SESSION_REFRESH_GRACE", d.RefreshGrace, "how long after it expires a session token may still be refreshed")
 	set.Duration(&c.Session.MaxAge, "session-max-age", "SESSION_MAX_AGE", d.MaxAge, "refreshes stop this long after the session began; the client then starts a new one")
-	set.Duration(&c.Session.KeyRotate, "session-key-rotate", "SESSION_KEY_ROTATE", d.KeyRotate, "a new signing key (kept in Redis, shared by all replicas) takes over this often; old ones verify until their tokens can no longer be refreshed")
-	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis")
+	set.String(&c.Session.KeyFile, "session-key-file", "SESSION_KEY_FILE", "", "file of the session signing keys, one \"kid base64url-key\" a line (at least 32 bytes each; the last signs, all verify), read again every 5s; see \"Session signing keys\" above. Wins over AUTH_SESSION_SECRET and the keys in Redis")
+	set.Duration(&c.Session.KeyRotate, "session-key-rotate", "SESSION_KEY_ROTATE", d.KeyRotate, "without SESSION_KEY_FILE or AUTH_SESSION_SECRET: a new signing key (kept in Redis, shared by all replicas) takes over this often; old ones verify until their tokens can no longer be refreshed")
+	set.String(&sessionSecret, "auth-session-secret", "AUTH_SESSION_SECRET", "", "static HS256 key (at least 32 bytes, kid \"static\") for session tokens instead of the rotating keys in Redis; not used with SESSION_KEY_FILE")
 	set.String(&benchKeyFile, "bench-session-key-file", "BENCH_SESSION_KEY_FILE", "", `benchmark mode: a file holding a key (at least 32 bytes) with which a load generator signs session tokens (kid "bench") for users whose ids begin with "bench-", and only for them; empty: off`)
 	set.String(&sessionRate, "session-rate", "SESSION_RATE", defaultSessionRate, `new sessions per client address (an IPv6 /64 counts as one), shared by all replicas, N/duration with an optional burst; "off": none`)
 	set.List(&trusted, "trusted-proxies", "TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For is believed for per-address limits: addresses, CIDRs, or host names (the balancer's service name: every address it resolves to is trusted; names are resolved at start and again every "+clientip.DefaultRefresh.String()+", and one that does not resolve yet trusts nothing)")
@@ -241,6 +267,9 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	if c.UserDataAddrRate, err = ratelimit.ParseRate(dataAddrRate); err != nil {
 		return Config{}, fmt.Errorf("user data addr rate: %w", err)
 	}
+	if c.ReadAddrRate, err = ratelimit.ParseRate(readAddrRate); err != nil {
+		return Config{}, fmt.Errorf("read addr rate: %w", err)
+	}
 	if c.Session.RefreshRate, err = ratelimit.ParseRate(refreshRate); err != nil {
 		return Config{}, fmt.Errorf("session refresh rate: %w", err)
 	}
@@ -249,6 +278,11 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	}
 	if sessionSecret != "" {
 		c.Session.Secret = []byte(sessionSecret)
+	}
+	if c.Session.KeyFile != "" {
+		if _, err := sessiontoken.ReadKeyFile(c.Session.KeyFile); err != nil {
+			return Config{}, fmt.Errorf("SESSION_KEY_FILE: %w", err)
+		}
 	}
 	if benchKeyFile != "" {
 		key, err := sessiontoken.ReadBenchKey(benchKeyFile)
@@ -269,6 +303,13 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	return c, c.validate()
 }
 
+// defaultEmptyPostTTL bounds what the posts an address likes and then unlikes hold to a day of
+// NEW_POST_ADDR_RATE (864,000 posts, about 300 bytes each: 260 MB at its full rate, where they
+// grew without end). A day, not minutes: a post's version stays above every earlier one unless
+// Redis' clock steps back by more than this, and a writer's known posts (up to 131,072) come back
+// free of NEW_POST_RATE, each announcing its creation to every fanout node again, once per expiry.
+const defaultEmptyPostTTL = 24 * time.Hour
+
 func (c Config) validate() error {
 	if err := c.Redis.Validate(); err != nil {
 		return err
@@ -278,6 +319,8 @@ func (c Config) validate() error {
 		return errors.New("request timeout must be positive")
 	case c.TimelineRetention < 0:
 		return fmt.Errorf("timeline retention %s must be 0 (none) or more", c.TimelineRetention)
+	case c.EmptyPostTTL < 0 || (c.EmptyPostTTL > 0 && c.EmptyPostTTL < time.Millisecond):
+		return fmt.Errorf("empty post ttl %s must be 0 (never) or at least 1ms", c.EmptyPostTTL)
 	case c.ReactionInterval < time.Millisecond:
 		return fmt.Errorf("reaction interval %s must be at least 1ms", c.ReactionInterval)
 	case c.MaxReadPosts < 1 || c.MaxReadPosts > maxReadPostsLimit:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/likes/likes/pkg/rediskeys"
 	"github.com/likes/likes/pkg/serve"
+	"github.com/likes/likes/testkit/apicheck"
 	"github.com/likes/likes/testkit/redistest"
 )
 
@@ -55,7 +56,8 @@ func serveWriter(t *testing.T, flags ...string) *testWriter {
 	ts.Config = serve.NewServer(cfg.Serve, a.handler, log)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	client := &http.Client{Timeout: 10 * time.Second}
+	apicheck.Serve(t, ts.Listener.Addr().String(), apicheck.Writer()) // every reply as its document says
+	client := &http.Client{Timeout: 10 * time.Second, Transport: apicheck.Wrap(nil)}
 	t.Cleanup(client.CloseIdleConnections)
 	return &testWriter{URL: ts.URL, Client: client}
 }
@@ -67,7 +69,7 @@ func buildWriter(t *testing.T, flags ...string) (*app, Config, *zap.Logger) {
 	// Every test's client is one loopback address: the per-address limits are off unless a test
 	// sets them, and so is the per-user limit on new posts (tests name many posts).
 	args := append([]string{"writer-svc", "--listen", "127.0.0.1:0", "--like-addr-rate", "off",
-		"--new-post-rate", "off", "--new-post-addr-rate", "off", "--user-data-addr-rate", "off", "--session-refresh-rate", "off"}, flags...)
+		"--new-post-rate", "off", "--new-post-addr-rate", "off", "--user-data-addr-rate", "off", "--read-addr-rate", "off", "--session-refresh-rate", "off"}, flags...)
 	cfg, err := loadConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

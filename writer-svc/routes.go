@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/likes/likes/pkg/openapi"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/likeapi"
 	"github.com/likes/likes/writer-svc/internal/session"
@@ -57,6 +58,7 @@ func newRouter(d routerDeps) http.Handler {
 	r.MethodNotAllowed(serve.MethodNotAllowed)
 	serve.Health(r, d.ready)
 	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{Registry: d.registry}))
+	r.Method(http.MethodGet, openapi.Path, openapi.Handler(openapi.Writer()))
 	r.Group(func(r chi.Router) {
 		if d.writeGuard != nil {
 			r.Use(d.writeGuard)

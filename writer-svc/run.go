@@ -49,7 +49,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	srv := serve.NewServer(cfg.Serve, a.handler, log)
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Bool("cluster", cfg.Redis.Cluster()),
 		zap.String("redis_mode", cfg.Redis.Mode()), zap.String("identity", cfg.Auth.Mode()), zap.Bool("sessions", cfg.Session.Enabled),
-		zap.Stringer("like_rate", cfg.LikeRate), zap.Bool("like_rate_per_post", cfg.LikeRatePerPost), zap.Stringer("like_addr_rate", cfg.LikeAddrRate))
+		zap.String("session_keys", cfg.Session.KeySource()),
+		zap.Stringer("like_rate", cfg.LikeRate), zap.Bool("like_rate_per_post", cfg.LikeRatePerPost), zap.Stringer("like_addr_rate", cfg.LikeAddrRate),
+		zap.Stringer("read_addr_rate", cfg.ReadAddrRate))
+	if cfg.Session.Enabled && cfg.Session.KeySource() == "redis" {
+		log.Warn("session keys in Redis: anyone with the writer's Redis rights can sign sessions; set SESSION_KEY_FILE")
+	}
 	if cfg.Session.BenchSecret != nil {
 		log.Warn("benchmark mode: session tokens signed with BENCH_SESSION_KEY_FILE's key are accepted for users " +
 			sessiontoken.BenchUserPrefix + "...; turn it off (unset it) outside load tests")

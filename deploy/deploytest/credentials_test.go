@@ -1,10 +1,12 @@
 package deploytest
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -17,13 +19,13 @@ var credentialsOf = map[string]struct {
 }{
 	"redis":      {"", []string{"monitor.password", "redis-users.acl", "replica.password"}}, // not default.password: an operator reads it from the Secret
 	"sentinel":   {"", []string{"monitor.password", "sentinel-users.acl", "sentinel.password"}},
-	"writer-svc": {"writer", []string{"writer.password"}},
+	"writer-svc": {"writer", []string{"session.key", "writer.password"}},
 	"fanout-svc": {"fanout", []string{"fanout.password"}},
 }
 
 // TestKubeCredentialsPerRole: every pod that talks to Redis mounts the Secret the credentials Job
 // makes, only its own role's files of it, and connects as its own user; only that Job has a
-// service account token, and its Role can read no Secret but the one it makes.
+// service account token, and its Role can read (and add keys to) no Secret but the one it makes.
 func TestKubeCredentialsPerRole(t *testing.T) {
 	objs := loadKube(t)
 	specs := map[string]corev1.PodSpec{}
@@ -74,9 +76,9 @@ func TestKubeCredentialsPerRole(t *testing.T) {
 	}
 	for _, r := range objs.roles["likes-credentials"].Rules {
 		for _, verb := range r.Verbs {
-			ownSecret := verb == "get" && slices.Equal(r.ResourceNames, []string{"likes-redis-credentials"})
+			ownSecret := (verb == "get" || verb == "patch") && slices.Equal(r.ResourceNames, []string{"likes-redis-credentials"})
 			if verb != "create" && !ownSecret {
-				t.Errorf("the credentials Role may %s %v %v; want only create, and get of its own Secret", verb, r.Resources, r.ResourceNames)
+				t.Errorf("the credentials Role may %s %v %v; want only create, and get and patch of its own Secret", verb, r.Resources, r.ResourceNames)
 			}
 		}
 	}
@@ -106,5 +108,40 @@ func TestComposeCredentialsPerRole(t *testing.T) {
 		if u := p.Services[name].Environment[want[0]]; u == nil || *u != want[1] {
 			t.Errorf("%s connects to Redis as %v; want %s", name, u, want[1])
 		}
+	}
+}
+
+// TestSessionKeysAreAFile: every shipped deployment signs sessions with the credentials' key file
+// in the writers' own volume or Secret, never with keys in Redis (which the writers' Redis user,
+// and anyone holding its password, could read), and Compose leaves benchmark sessions off unless
+// BENCH_SESSION_KEY_FILE is set.
+func TestSessionKeysAreAFile(t *testing.T) {
+	p := loadCompose(t)
+	w := p.Services["writer-svc"]
+	file := serviceEnv(w, "SESSION_KEY_FILE")
+	dir, name := path.Split(file)
+	if name != "session.key" || !slices.ContainsFunc(w.Volumes, func(v types.ServiceVolumeConfig) bool {
+		return v.Source == "credentials-writer" && v.Target+"/" == dir && v.ReadOnly
+	}) {
+		t.Errorf("compose writer-svc SESSION_KEY_FILE %q; want session.key in its credentials volume, read-only", file)
+	}
+	if s := serviceEnv(w, "AUTH_SESSION_SECRET"); s != "" {
+		t.Errorf("compose writer-svc AUTH_SESSION_SECRET %q; want the key file alone", s)
+	}
+	if b := serviceEnv(w, "BENCH_SESSION_KEY_FILE"); b != "" {
+		t.Errorf("compose writer-svc BENCH_SESSION_KEY_FILE %q by default; want benchmark sessions off", b)
+	}
+	const bench = "/likes-credentials/bench-session.key"
+	if b := serviceEnv(loadCompose(t, "BENCH_SESSION_KEY_FILE="+bench).Services["writer-svc"], "BENCH_SESSION_KEY_FILE"); b != bench {
+		t.Errorf("compose with BENCH_SESSION_KEY_FILE=%s: the writers get %q; want it passed on", bench, b)
+	}
+
+	objs := loadKube(t)
+	env := containerEnv(t, objs, objs.deployments["writer-svc"].Spec.Template.Spec.Containers[0])
+	if env["SESSION_KEY_FILE"] != "/credentials/session.key" {
+		t.Errorf("kube writer-svc SESSION_KEY_FILE %q; want /credentials/session.key", env["SESSION_KEY_FILE"])
+	}
+	if _, ok := env["BENCH_SESSION_KEY_FILE"]; ok {
+		t.Error("kube writer-svc has BENCH_SESSION_KEY_FILE in the base; want benchmark sessions off")
 	}
 }

@@ -37,7 +37,11 @@ var suiteSettings = []string{
 	"DRAIN_WINDOW=" + drainWindow.String(), "REDIS_GRACE=" + redisGrace.String(),
 	// Every like here is a new session from this one address (the like flows take 50 a second),
 	// which the defaults per address (30 sessions a minute, 100 likes a second) refuse by design.
-	"SESSION_RATE=100000/1m", "LIKE_ADDR_RATE=off",
+	// The ramps and the checks read counts from this address too: no budget for those either.
+	"SESSION_RATE=100000/1m", "LIKE_ADDR_RATE=off", "READ_ADDR_RATE=off",
+	// The ramps' likes are load-test users' sessions, signed with the benchmark key, which the
+	// writers accept only when told to (the README's `up` for a ramp sets it too).
+	"BENCH_SESSION_KEY_FILE=/likes-credentials/bench-session.key",
 	// APPENDFSYNC stays everysec: with always, the three data nodes' fsyncs share this one disk,
 	// and a primary's fsync took up to 67 ms (11 ms for a Redis alone), which delays every
 	// publish behind it and broke the capacity search at a few dozen viewers. The kills lose

@@ -124,7 +124,7 @@ func startCluster(t *testing.T, binDir string) *cluster {
 	c.start(c.writer, filepath.Join(c.dir, "writer"), []string{
 		"REDIS_SENTINEL_ADDRS=" + strings.Join(addrs, ","), "REDIS_SENTINEL_MASTER=" + master,
 		"REDIS_ACK_REPLICAS=" + ackReplicas(false), "TRUST_USER_HEADER=true", "LISTEN_ADDR=" + listen,
-		"LIKE_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
+		"LIKE_ADDR_RATE=off", "READ_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
 	}, bin)
 	c.client = likehistory.Client{URL: "http://" + listen, HTTP: &http.Client{Timeout: writerTimeout + 2*time.Second}}
 	c.settle()

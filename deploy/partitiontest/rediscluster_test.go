@@ -79,7 +79,7 @@ func startShardedCluster(t *testing.T, binDir string) *shardedCluster {
 		c.procs.start(h, filepath.Join(c.procs.dir, name), []string{
 			"REDIS_CLUSTER_ADDRS=" + strings.Join(addrs, ","), "REDIS_ACK_REPLICAS=" + ackReplicas(true),
 			"TRUST_USER_HEADER=true", "LISTEN_ADDR=" + listen,
-			"LIKE_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
+			"LIKE_ADDR_RATE=off", "READ_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
 		}, bin)
 		c.clients[i] = likehistory.Client{URL: "http://" + listen, HTTP: &http.Client{Timeout: writerTimeout + 2*time.Second}}
 	}

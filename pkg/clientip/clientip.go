@@ -91,6 +91,20 @@ func Source(a netip.Addr) string {
 	if a.Is4() {
 		return a.String()
 	}
-	p, _ := a.Prefix(64) // cannot fail for a valid IPv6 address
-	return p.String()
+	return SourcePrefix(a).String()
+}
+
+// SourcePrefix is the client Source names, as a prefix: an IPv4 address's /32, an IPv6 address's
+// /64, the zero Prefix for the zero Addr. It allocates nothing, for a map key on a hot path
+// (fanout-svc's per-address stream cap).
+func SourcePrefix(a netip.Addr) netip.Prefix {
+	if !a.IsValid() {
+		return netip.Prefix{}
+	}
+	bits := 64
+	if a.Is4() {
+		bits = 32
+	}
+	p, _ := a.Prefix(bits) // cannot fail for a valid address and these lengths
+	return p
 }

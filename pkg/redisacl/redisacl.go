@@ -22,8 +22,9 @@ const (
 	// Writer stores likes: its scripts, every key and channel under the prefix, WAIT, and INFO
 	// for its memory readings. No administration (CONFIG, FLUSHALL, KEYS, MIGRATE, ...).
 	Writer = "writer"
-	// Fanout subscribes to the posts' channels, reads counts, versions and reaction counts for a
-	// snapshot, and adds its viewers to the "watching now" keys: nothing else.
+	// Fanout subscribes to the posts' channels and to the channel of post creations, reads
+	// counts, versions and reaction counts for a snapshot, and adds its viewers to the "watching
+	// now" keys: nothing else.
 	Fanout = "fanout"
 	// Monitor reads: PING, INFO and subscriber counts on the data nodes; the primary's address and
 	// the quorum on the Sentinels. loadgen's readings and the Redis containers' health checks
@@ -62,7 +63,7 @@ const cluster = "+cluster|slots +cluster|shards +cluster|nodes +cluster|info +re
 func dataRules(prefix string) map[string]string {
 	return map[string]string{
 		Writer: fmt.Sprintf("~%[1]s* &%[1]s* +@all -@admin -@dangerous +info", prefix),
-		Fanout: fmt.Sprintf("%%R~%[1]s{*}:count %%R~%[1]s{*}:ver %%R~%[1]s{*}:rx ~%[1]s{*}:w:* &%[1]s{*}:ch "+
+		Fanout: fmt.Sprintf("%%R~%[1]s{*}:count %%R~%[1]s{*}:ver %%R~%[1]s{*}:rx ~%[1]s{*}:w:* &%[1]s{*}:ch &%[1]screated "+
 			"-@all %[2]s %[3]s +get +mget +hgetall +incrby +pexpire "+
 			"+subscribe +ssubscribe +unsubscribe +sunsubscribe +info",
 			prefix, connection, cluster),

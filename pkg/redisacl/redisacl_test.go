@@ -48,6 +48,12 @@ func TestPrivileges(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatalf("fanout SUBSCRIBE to a post's channel: %v", err)
 	}
+	created := fanout.Subscribe(ctx, keys.Created())
+	defer created.Close()
+	if _, err := created.Receive(ctx); err != nil {
+		t.Fatalf("fanout SUBSCRIBE to the channel of post creations: %v", err)
+	}
+	must(t, writer.Publish(ctx, keys.Created(), "42").Err())
 	if got, err := fanout.Get(ctx, keys.Count("42")).Result(); err != nil || got != "1" {
 		t.Fatalf("fanout GET count = %q, %v; want 1", got, err)
 	}
@@ -61,6 +67,7 @@ func TestPrivileges(t *testing.T) {
 	refused(t, "fanout SET count", fanout.Set(ctx, keys.Count("42"), "1000000", 0).Err())
 	refused(t, "fanout INCR count", fanout.Incr(ctx, keys.Count("42")).Err())
 	refused(t, "fanout PUBLISH", fanout.Publish(ctx, keys.Channel("42"), "forged").Err())
+	refused(t, "fanout PUBLISH a creation", fanout.Publish(ctx, keys.Created(), "forged").Err())
 	refused(t, "fanout SET session key", fanout.Set(ctx, keys.SessionKey("forged"), "x", 0).Err())
 
 	monitor := acl.Client(t, srv, redisacl.Monitor)

@@ -141,6 +141,16 @@ func (s Scheme) SessionRate(source string) string { return s.Prefix + "session:r
 // Channel is the pub/sub channel that carries the post's updates.
 func (s Scheme) Channel(postID string) string { return s.post(postID, ":ch") }
 
+// Created is the one channel on which the like script announces each post's creation (its first
+// change: the post had no Version key), with the post id as the message. A fanout node keeps no
+// Redis state for the viewers of a post that does not exist: it listens here, with one
+// subscription, and subscribes to the post's Channel only once the post exists, so that viewers of
+// made-up posts cost Redis nothing. It is classic pub/sub, also on a Redis Cluster, where a
+// PUBLISH reaches every node's subscribers (posts come into existence at most NEW_POST_RATE, so
+// this is little traffic). The script derives it from the post's Channel, which it is given as a
+// key: the prefix, then "created".
+func (s Scheme) Created() string { return s.Prefix + "created" }
+
 // Watching is the total number of viewers of the post across all fanout nodes during one
 // watching interval: every node with local viewers adds its own number (INCRBY) once per
 // interval, under the interval's index (unix time / interval), and the key expires a few intervals

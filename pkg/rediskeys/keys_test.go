@@ -13,6 +13,8 @@ func TestSchemeKeys(t *testing.T) {
 		{"version", s.Version("42"), "likes:{42}:ver"},
 		{"user", s.User("42", "alice"), "likes:{42}:u:alice"},
 		{"channel", s.Channel("42"), "likes:{42}:ch"},
+		{"created", s.Created(), "likes:created"},
+		{"created prefix", New("app:").Created(), "app:created"},
 		{"batch", s.Batch("42", "k3x9"), "likes:{42}:b:k3x9"},
 		{"prefix", New("app:").Count("a-b"), "app:{a-b}:count"},
 		{"likers chunk", s.Likers("42", 7), "likes:{42}:lk:7"},

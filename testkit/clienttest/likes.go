@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/likes/likes/pkg/writerapi"
+	"github.com/likes/likes/testkit/apicheck"
 )
 
 // writerClient keeps connections to writer-svc alive across the many likes a test sends.
 var writerClient = &http.Client{
-	Timeout:   10 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
+	Timeout: 10 * time.Second,
+	// Replies from a service a test registered (apicheck.Serve) must be as its document says.
+	Transport: apicheck.Wrap(&http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}),
 }
 
 // CloseIdleConnections closes the keep-alive connections the helpers hold to writers and nodes:

@@ -8,9 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/likes/likes/testkit/apicheck"
 )
 
-var metricsClient = &http.Client{Timeout: 10 * time.Second}
+// metricsClient reads /metrics and haproxy's statistics; a reply from a service a test registered
+// (apicheck.Serve) must be as its document says.
+var metricsClient = &http.Client{Timeout: 10 * time.Second, Transport: apicheck.Wrap(nil)}
 
 // ScrapeMetric reads one unlabelled sample from baseURL/metrics.
 func ScrapeMetric(baseURL, name string) (float64, error) {

@@ -5,6 +5,12 @@
 // the process's heap is back within a bound, and whatever the caller's After checks (a viewer
 // connected before the suite still gets every update; a like is still acknowledged).
 //
+// The connection-level attacks and the costly ones (thousands of idle connections, a list of
+// 10,000 ids) run on one path; the request-level ones (routeAttacks: mangled request lines and
+// targets, hostile path parameters, odd, repeated and huge query parameters, wrong and made-up
+// methods, bodies that never come, trickle, never end or are 100 MB) run on every route of the
+// service's router, so that a new route is attacked as soon as it exists.
+//
 // It lives in the module's internal/ rather than pkg/: it is a test kit that only the services'
 // tests import.
 package hostiletest
@@ -47,6 +53,21 @@ type Target struct {
 	ReadTimeout time.Duration
 	// IdleConns is how many connections that never send the suite holds open at once.
 	IdleConns int
+	// Router, if set, is the service's router as it serves Addr: the request-level attacks
+	// (routeAttacks) run against every route of it (chi.Walk), so that a route added to the
+	// service is attacked without anyone editing the suite.
+	Router http.Handler
+	// Valid maps a route pattern to a request path the service serves for it, where "1" for
+	// every parameter and "app.js" for a wildcard would not do: a query it needs
+	// ("/sse?posts=1"), a file it has, a kind it takes. The values of that query are attacked as
+	// the path's parameters are.
+	Valid map[string]string
+	// Headers ("Name: value") go with every request of the route attacks: an identity the
+	// service accepts, so that a hostile request taken for a valid one would change something.
+	Headers []string
+	// Stored, if set, counts what the service has stored (its Redis keys): an attack whose every
+	// request is hostile must leave it unchanged.
+	Stored func(t *testing.T) int64
 	// After checks, after each attack, that the server still does its job.
 	After func(t *testing.T)
 }
@@ -56,10 +77,20 @@ type Target struct {
 // connection (thousands of them) is not.
 const heapBound = 32 << 20
 
-// Run runs every attack against tg, each as a subtest, and the checks after each.
+// Run runs every attack against tg, each as a subtest, and the checks after each: the attacks on
+// one path (Path, ListPath, PostPath), then, when tg.Router is set, the request-level attacks on
+// every route of it.
 func Run(t *testing.T, tg Target) {
+	all := attacks(tg)
+	if tg.Router != nil {
+		routes, err := walkRoutes(tg.Router, tg.Valid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, routeAttacks(tg, routes)...)
+	}
 	base := heapInUse()
-	for _, a := range attacks(tg) {
+	for _, a := range all {
 		t.Run(a.name, func(t *testing.T) {
 			a.run(t, tg)
 			if code := status(tg.Addr, "/healthz"); code != http.StatusOK {

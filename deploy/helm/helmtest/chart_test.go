@@ -190,6 +190,9 @@ func TestAllOn(t *testing.T) {
 	if ref := get(env["AUTH_SESSION_SECRET"], "valueFrom", "secretKeyRef", "name"); ref != "likes-session" {
 		t.Errorf("AUTH_SESSION_SECRET from %v; want the Secret likes-session", ref)
 	}
+	if env["SESSION_KEY_FILE"] != nil || slices.Contains(secretItems(objs["Deployment/writer-svc"]), "session.key") {
+		t.Errorf("SESSION_KEY_FILE %v beside the generated static key, which it would override", env["SESSION_KEY_FILE"])
+	}
 	if get(objs["Secret/likes-session"], "metadata", "annotations", "helm.sh/resource-policy") != "keep" {
 		t.Error("the generated session key is not kept across an uninstall")
 	}
@@ -266,6 +269,47 @@ func TestSchemaRefuses(t *testing.T) {
 			t.Errorf("%v: %v, not refused by the schema:\n%.400s", set, err, out)
 		}
 	}
+}
+
+// By default the writers sign sessions with the credentials Secret's session.key, mounted for
+// them alone, and no static key: never with keys in Redis. Benchmark sessions stay off.
+func TestSessionKeyFromTheCredentials(t *testing.T) {
+	objs := render(t)
+	env := containerEnv(objs["Deployment/writer-svc"])
+	if v := get(env["SESSION_KEY_FILE"], "value"); v != "/credentials/session.key" {
+		t.Errorf("writer-svc SESSION_KEY_FILE %v; want /credentials/session.key", v)
+	}
+	if env["AUTH_SESSION_SECRET"] != nil || env["BENCH_SESSION_KEY_FILE"] != nil {
+		t.Errorf("writer-svc gets AUTH_SESSION_SECRET %v, BENCH_SESSION_KEY_FILE %v; want neither by default",
+			env["AUTH_SESSION_SECRET"], env["BENCH_SESSION_KEY_FILE"])
+	}
+	if items := secretItems(objs["Deployment/writer-svc"]); !slices.Contains(items, "session.key") {
+		t.Errorf("writer-svc mounts %v of the credentials; want session.key among them", items)
+	}
+	for _, id := range []string{"Deployment/fanout-svc", "StatefulSet/redis", "StatefulSet/sentinel"} {
+		if slices.Contains(secretItems(objs[id]), "session.key") {
+			t.Errorf("%s mounts the session signing keys", id)
+		}
+	}
+	verbs := fmt.Sprint(get(objs["Role/likes-credentials"], "rules", "0"))
+	if !strings.Contains(verbs, "patch") || !strings.Contains(verbs, "likes-redis-credentials") {
+		t.Errorf("the credentials Role's first rule %s; want patch of its own Secret (to add session.key to an old one)", verbs)
+	}
+}
+
+// secretItems are the keys a workload mounts of Secrets, by their key.
+func secretItems(o object) []string {
+	var keys []string
+	vols, _ := get(o, "spec", "template", "spec", "volumes").([]any)
+	for _, v := range vols {
+		items, _ := get(v, "secret", "items").([]any)
+		for _, it := range items {
+			if k, ok := get(it, "key").(string); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
 }
 
 // containerEnv is a workload's first container's env, by name.

@@ -60,6 +60,14 @@ type Config struct {
 	// closed, the loop goes on. It runs where the panic was and must not block; it may panic
 	// itself, which ends the process (tests do, so that a bug fails them).
 	OnPanic func(p any, head []byte)
+	// MaxNetHTTP bounds the connections net/http holds at once: from their hand-over (Accept)
+	// until net/http closes or hijacks them, which the server reports with Released. Past it, a
+	// connection that would go to net/http is answered Busy and closed at once, so that clients
+	// that hold requests open (a body never sent, a slow read) cost a bounded number of
+	// descriptors and goroutines; the fast path's streams never count. 0: no bound.
+	MaxNetHTTP int
+	// Busy is the answer of a connection past MaxNetHTTP (a whole HTTP response); nil: none.
+	Busy []byte
 }
 
 // Listener owns a listening socket that event loops accept from themselves (Attach), and is the
@@ -76,6 +84,7 @@ type Listener struct {
 	wg      sync.WaitGroup
 
 	pending atomic.Int64 // heads the loops are waiting for (Pending)
+	netHTTP atomic.Int64 // connections handed to net/http and not yet Released (NetHTTP)
 
 	mu      sync.Mutex
 	closed  bool
@@ -183,7 +192,7 @@ func (l *Listener) closeQueued() {
 	for {
 		select {
 		case c := <-l.handoff:
-			_ = c.Close()
+			l.drop(c)
 		default:
 			return
 		}
@@ -197,10 +206,19 @@ func (l *Listener) Pending() int { return int(l.pending.Load()) }
 func (l *Listener) Addr() net.Addr { return l.addr }
 
 // give hands c, with the bytes already read from it, to net/http's Accept. It never waits: with
-// net/http behind, the hand-over goes on on a goroutine of its own. After Close it closes c.
+// net/http behind, the hand-over goes on on a goroutine of its own. After Close it closes c;
+// past MaxNetHTTP it answers c Busy and closes it.
 func (l *Listener) give(c *Conn, read []byte) {
+	if !l.takeNetHTTP() {
+		if len(l.cfg.Busy) > 0 {
+			_, _ = c.Write(l.cfg.Busy) // small enough for any socket's buffer; never waits
+		}
+		_ = c.Close()
+		return
+	}
 	nc, err := c.netConn()
 	if err != nil {
+		l.Released()
 		return // the descriptor is closed; the client sees the connection end
 	}
 	if len(read) > 0 {
@@ -208,7 +226,7 @@ func (l *Listener) give(c *Conn, read []byte) {
 	}
 	select {
 	case <-l.closing:
-		_ = nc.Close()
+		l.drop(nc)
 		return
 	default:
 	}
@@ -216,7 +234,7 @@ func (l *Listener) give(c *Conn, read []byte) {
 	case l.handoff <- nc:
 		return
 	case <-l.closing:
-		_ = nc.Close()
+		l.drop(nc)
 		return
 	default:
 	}
@@ -226,10 +244,34 @@ func (l *Listener) give(c *Conn, read []byte) {
 		select {
 		case l.handoff <- nc:
 		case <-l.closing:
-			_ = nc.Close()
+			l.drop(nc)
 		}
 	}()
 }
+
+// takeNetHTTP counts one more connection for net/http, unless MaxNetHTTP are there already.
+func (l *Listener) takeNetHTTP() bool {
+	if n := l.netHTTP.Add(1); l.cfg.MaxNetHTTP > 0 && n > int64(l.cfg.MaxNetHTTP) {
+		l.netHTTP.Add(-1)
+		return false
+	}
+	return true
+}
+
+// drop closes a connection counted for net/http that net/http will never accept.
+func (l *Listener) drop(nc net.Conn) {
+	_ = nc.Close()
+	l.Released()
+}
+
+// Released tells the listener that net/http let go of one of the connections Accept returned: it
+// closed it or a handler hijacked it (http.Server.ConnState's StateClosed and StateHijacked,
+// each reported once per connection). A hijacked stream is the hub's from then on and counts
+// against the node's viewers, not against MaxNetHTTP.
+func (l *Listener) Released() { l.netHTTP.Add(-1) }
+
+// NetHTTP is how many connections net/http holds (MaxNetHTTP).
+func (l *Listener) NetHTTP() int { return int(l.netHTTP.Load()) }
 
 // panicked reports a recovered panic to Config.OnPanic.
 func (l *Listener) panicked(p any, head []byte) {

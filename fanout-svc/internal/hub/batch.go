@@ -129,17 +129,7 @@ func (s *loop) flushBatches() {
 				}
 				continue
 			}
-			if v.blocked() {
-				s.owe(v, 0)
-				continue
-			}
-			if b, n := batchBytes(v, 0); len(b) > 0 {
-				if v.watching != 0 { // owed watching frames ride along: the shared bytes are copied
-					b = s.appendOwed(v, append(s.scratch[:0], b...), n)
-					s.scratch = b[:0]
-				}
-				s.write(v, b, n)
-			}
+			s.sendBatch(v)
 		}
 	}
 	for _, v := range s.batch.viewers {
@@ -148,25 +138,7 @@ func (s *loop) flushBatches() {
 			v.batchDirty = 0
 			continue
 		}
-		if v.blocked() {
-			s.counts.conflated += int64(bits.OnesCount64(v.batchDirty & v.dirty))
-			v.dirty |= v.batchDirty
-			v.batchDirty = 0
-			continue
-		}
-		buf := s.scratch[:0]
-		var frames int64
-		for d := v.batchDirty; d != 0; d &= d - 1 {
-			b, n := batchBytes(v, bits.TrailingZeros64(d))
-			buf = append(buf, b...)
-			frames += n
-		}
-		v.batchDirty = 0
-		buf = s.appendOwed(v, buf, frames)
-		s.scratch = buf[:0]
-		if len(buf) > 0 {
-			s.write(v, buf, frames)
-		}
+		s.sendBatches(v)
 	}
 	now := wallMicros()
 	for i, sp := range s.batch.posts {
@@ -178,6 +150,48 @@ func (s *loop) flushBatches() {
 	}
 	clear(s.batch.viewers)
 	s.batch.posts, s.batch.viewers, s.batch.flushAt = s.batch.posts[:0], s.batch.viewers[:0], 0
+}
+
+// sendBatch writes a single-post viewer its post's batch, or owes it the newest frame while its
+// socket is full.
+func (s *loop) sendBatch(v *viewer) {
+	defer s.recoverViewer(v)
+	if v.blocked() {
+		s.owe(v, 0)
+		return
+	}
+	if b, n := batchBytes(v, 0); len(b) > 0 {
+		if v.watching != 0 { // owed watching frames ride along: the shared bytes are copied
+			b = s.appendOwed(v, append(s.scratch[:0], b...), n)
+			s.scratch = b[:0]
+		}
+		s.write(v, b, n)
+	}
+}
+
+// sendBatches writes a multi-post viewer the batches of its posts that have one, in one write,
+// or owes it their newest frames while its socket is full.
+func (s *loop) sendBatches(v *viewer) {
+	defer s.recoverViewer(v)
+	if v.blocked() {
+		s.counts.conflated += int64(bits.OnesCount64(v.batchDirty & v.dirty))
+		v.dirty |= v.batchDirty
+		v.batchDirty = 0
+		return
+	}
+	buf := s.scratch[:0]
+	var frames int64
+	for d := v.batchDirty; d != 0; d &= d - 1 {
+		b, n := batchBytes(v, bits.TrailingZeros64(d))
+		buf = append(buf, b...)
+		frames += n
+	}
+	v.batchDirty = 0
+	buf = s.appendOwed(v, buf, frames)
+	s.scratch = buf[:0]
+	if len(buf) > 0 {
+		s.write(v, buf, frames)
+	}
 }
 
 // batchBytes returns what link i of v is owed from its post's batch: every frame of the batch

@@ -93,6 +93,7 @@ func (s *loop) run() {
 }
 
 func (s *loop) onSocketEvent(v *viewer, events uint32) {
+	defer s.recoverViewer(v)
 	if events&epoll.Failed != 0 {
 		s.doom(v)
 		return

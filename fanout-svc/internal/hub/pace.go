@@ -92,6 +92,7 @@ func (s *loop) advancePacing() {
 // give writes sp's newest frame to member m unless it has it; a viewer whose socket is full is owed
 // it (flushViewer). Its owed watching frames ride along, as in flushBatches.
 func (s *loop) give(sp *loopPost, m member) {
+	defer s.recoverViewer(m.v)
 	v, f := m.v, sp.current
 	sl := &v.links[m.link]
 	switch {

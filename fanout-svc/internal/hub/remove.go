@@ -20,7 +20,10 @@ func (s *loop) reap() {
 	s.doomed = s.doomed[:0]
 }
 
+// removeViewer takes v out of the loop, then lets go of what it holds outside it (its connection,
+// its posts, its OnClose), each on its own: a panic in one (recover.go) leaves the others done.
 func (s *loop) removeViewer(v *viewer) {
+	defer s.recoverRemoval()
 	if s.viewers[v.fd] == v {
 		delete(s.viewers, v.fd)
 		s.size.Add(-1)
@@ -28,7 +31,7 @@ func (s *loop) removeViewer(v *viewer) {
 			s.poller.Remove(v.fd) // a connection of Go's: its descriptor may outlive our close
 		} // else closing the descriptor, below, takes it out of the poller: one system call less
 	}
-	_ = v.conn.Close()
+	s.closeConn(v)
 	s.due.drop(v)
 	held := make([]*posts.Post, len(v.links))
 	for i, sl := range v.links {
@@ -49,7 +52,24 @@ func (s *loop) removeViewer(v *viewer) {
 	s.counts.disconnects++
 	s.hub.stats.Viewers.Add(-1)
 	s.hub.admitted.Add(-1)
+	s.releasePosts(held)
+	s.runOnClose(v)
+}
+
+// closeConn, releasePosts and runOnClose are removeViewer's calls out of the loop, each recovered
+// on its own, so that a panic in one still lets the others run.
+func (s *loop) closeConn(v *viewer) {
+	defer s.recoverRemoval()
+	_ = v.conn.Close()
+}
+
+func (s *loop) releasePosts(held []*posts.Post) {
+	defer s.recoverRemoval()
 	s.hub.posts.Release(held)
+}
+
+func (s *loop) runOnClose(v *viewer) {
+	defer s.recoverRemoval()
 	if v.onClose != nil {
 		v.onClose()
 	}

@@ -21,6 +21,8 @@ type Stats struct {
 	WatchingUpdates atomic.Int64
 	WatchingSent    atomic.Int64
 	Delivery        Delivery // Redis to this node's viewers, per post per write pass
+	// Panics recovered while a loop served one viewer (recover.go); that viewer was closed.
+	Panics atomic.Int64
 }
 
 // counts is a loop's local tally, flushed into Stats once per loop iteration.

@@ -49,6 +49,7 @@ func (s *loop) sweep() {
 
 // check is the sweep's visit of one viewer.
 func (s *loop) check(v *viewer) {
+	defer s.recoverViewer(v)
 	hb := int64(s.cfg.Heartbeat)
 	stall := int64(s.cfg.StallTimeout)
 	switch {
@@ -102,6 +103,7 @@ func (s *loop) drainStep() {
 // sendAway closes v after a short jittered retry hint (when its socket can take one), so that a
 // drained or shed viewer reconnects elsewhere soon but not at the same moment as the others.
 func (s *loop) sendAway(v *viewer) {
+	defer s.recoverViewer(v)
 	if !v.blocked() {
 		var b [32]byte
 		_, _ = epoll.Write(v.fd, sse.AppendRetry(b[:0], 250+rand.Int64N(1000)))

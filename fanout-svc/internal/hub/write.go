@@ -18,6 +18,7 @@ func (s *loop) owe(v *viewer, i int) {
 
 // write hands b (holding frames frames) to v's socket; what does not fit is copied to v.pending.
 func (s *loop) write(v *viewer, b []byte, frames int64) {
+	defer s.recoverViewer(v)
 	n, ok := s.writeSome(v, b)
 	if !ok {
 		return

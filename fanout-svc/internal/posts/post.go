@@ -41,6 +41,14 @@ func (p *Post) Known() bool { return p.known.Load() }
 // post's subscription became live.
 func (p *Post) SetKnown() { p.known.Store(true) }
 
+// Exists reports whether the node has seen a version of the post: a like or a reaction gave it
+// one (rediskeys.Version). A post nobody has liked or reacted to, made up or not yet liked, reads
+// as version 0 and does not exist.
+func (p *Post) Exists() bool {
+	f := p.latest.Load()
+	return f != nil && f.Update.TS > 0
+}
+
 // Latest returns the post's newest frame, nil before the first.
 func (p *Post) Latest() *Frame { return p.latest.Load() }
 

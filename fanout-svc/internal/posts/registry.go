@@ -11,7 +11,8 @@ import (
 
 // Subscriber is the Redis side of the registry: it subscribes the node to a post's channel and
 // unsubscribes it again. Subscribe returns once the subscription is active, so that a snapshot read
-// after it cannot miss an update; when it fails it leaves the node unsubscribed. Unsubscribe drops
+// after it cannot miss an update (the relay holds a post that does not exist yet off Redis, and
+// delivers its first change once it is created); when it fails it leaves the node unsubscribed. Unsubscribe drops
 // several posts in one call and must return in bounded time. The registry never calls either with
 // a lock held, and never has a Subscribe and an Unsubscribe of the same post in flight at once.
 type Subscriber interface {
@@ -99,10 +100,20 @@ func (r *Registry) Subscriptions() int { return int(r.live.Load()) }
 // multi-post stream counts once for each of its posts. It runs under the registry's read lock,
 // taking each post's subscription lock in turn, in time proportional to the posts, not the
 // viewers; fn must not block.
-func (r *Registry) LocalViewers(fn func(post string, viewers int)) {
+func (r *Registry) LocalViewers(fn func(post string, viewers int)) { r.localViewers(false, fn) }
+
+// ExistingViewers is LocalViewers for the posts that exist (Post.Exists): the watching counter's,
+// so that the "watching now" keys of made-up posts, which anyone can open streams of, cost Redis
+// nothing.
+func (r *Registry) ExistingViewers(fn func(post string, viewers int)) { r.localViewers(true, fn) }
+
+func (r *Registry) localViewers(existing bool, fn func(post string, viewers int)) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for id, p := range r.posts {
+		if existing && !p.Exists() {
+			continue
+		}
 		p.sub.mu.Lock()
 		refs, err := p.sub.refs, p.sub.err
 		p.sub.mu.Unlock()

@@ -66,11 +66,15 @@ func startRelay(t *testing.T, client redis.UniversalClient) (*Relay, *recordingS
 	return rel, sink
 }
 
-// subscribe subscribes rel to post, failing the test on error.
+// subscribe gives post a version if it has none (it exists, as after a like) and subscribes rel
+// to it, failing the test on error.
 func subscribe(t *testing.T, rel *Relay, post string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := rel.client.SetNX(ctx, keys.Version(post), 1, 0).Err(); err != nil {
+		t.Fatalf("create %s: %v", post, err)
+	}
 	if err := rel.Subscribe(ctx, post); err != nil {
 		t.Fatalf("Subscribe(%s): %v", post, err)
 	}

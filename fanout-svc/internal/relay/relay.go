@@ -26,6 +26,8 @@ type Stats struct {
 	Resyncs     atomic.Int64 // posts re-read after a resubscription
 	Reconnects  atomic.Int64 // resubscriptions observed after a connection loss or a slot move
 	Reroutes    atomic.Int64 // cluster: slots whose subscriptions moved to another node
+	Created     atomic.Int64 // creations of posts heard on the creations channel, any post's
+	Activated   atomic.Int64 // waiting posts subscribed once they came to exist
 }
 
 // bus is the part of the relay that differs between one Redis server (SUBSCRIBE on one
@@ -55,6 +57,11 @@ type Relay struct {
 	mu        sync.Mutex
 	waiters   map[string][]chan struct{} // channel -> subscribers awaiting confirmation
 	confirmed map[string]bool            // channels confirmed at least once
+	absent    map[string]*absentPost     // posts viewers wait on that do not exist yet (created.go)
+
+	created      receiver      // the classic subscription to the creations channel, on any node
+	creations    creations     // waiting posts to subscribe or re-read
+	recheckEvery time.Duration // re-read every waiting post this often; 0: only after a reconnect
 
 	resyncMu      sync.Mutex
 	resyncPending map[string]struct{}
@@ -72,11 +79,17 @@ func New(client redis.UniversalClient, keys rediskeys.Scheme, sink Sink, log *za
 		log:           log,
 		waiters:       make(map[string][]chan struct{}),
 		confirmed:     make(map[string]bool),
+		absent:        make(map[string]*absentPost),
+		creations:     newCreations(),
 		resyncPending: make(map[string]struct{}),
 		resyncSignal:  make(chan struct{}, 1),
 	}
+	// Classic pub/sub on a Cluster too: a PUBLISH reaches every node's subscribers, so any node
+	// will do. go-redis keeps the channel and subscribes it again after each reconnect.
+	r.created = receiver{ps: client.Subscribe(context.Background()), log: log}
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		r.bus = newClusterBus(r, cc)
+		r.recheckEvery = clusterRecheck
 	} else {
 		r.bus = newSingleBus(r, client)
 	}
@@ -87,10 +100,22 @@ func New(client redis.UniversalClient, keys rediskeys.Scheme, sink Sink, log *za
 func (r *Relay) Stats() *Stats { return &r.stats }
 
 // Healthy reports whether the pub/sub connections answered recently.
-func (r *Relay) Healthy() bool { return r.bus.healthy() }
+func (r *Relay) Healthy() bool { return r.bus.healthy() && r.created.up.Load() }
 
-// Subscribe subscribes to the post's channel and returns once Redis confirmed it.
+// Subscribe subscribes to the post's channel and returns once Redis confirmed it. A post that does
+// not exist yet (no version) gets no channel: Subscribe returns at once and the relay subscribes
+// it when it hears of its creation, then re-reads it, so that every change from the first on
+// reaches the sink all the same (created.go).
 func (r *Relay) Subscribe(ctx context.Context, postID string) error {
+	waits, err := r.waitIfAbsent(ctx, postID)
+	if err != nil || waits {
+		return err
+	}
+	return r.subscribeChannel(ctx, postID)
+}
+
+// subscribeChannel subscribes to the post's channel and returns once Redis confirmed it.
+func (r *Relay) subscribeChannel(ctx context.Context, postID string) error {
 	ch := r.keys.Channel(postID)
 	w := make(chan struct{})
 	r.mu.Lock()
@@ -113,12 +138,17 @@ func (r *Relay) Subscribe(ctx context.Context, postID string) error {
 
 // Unsubscribe drops the posts' channels, in one command where the bus can (the registry of posts
 // hands over hundreds at once when many posts go idle together), within 2 s however Redis is doing.
+// A post still waiting to exist has no channel: it is only forgotten.
 func (r *Relay) Unsubscribe(postIDs []string) {
-	chs := make([]string, len(postIDs))
-	for i, id := range postIDs {
-		chs[i] = r.keys.Channel(id)
+	chs := make([]string, 0, len(postIDs))
+	for _, id := range postIDs {
+		if !r.forget(id) {
+			chs = append(chs, r.keys.Channel(id))
+		}
 	}
-	r.unsubscribe(chs)
+	if len(chs) > 0 {
+		r.unsubscribe(chs)
+	}
 }
 
 func (r *Relay) unsubscribe(chs []string) {
@@ -155,10 +185,23 @@ func (r *Relay) dropWaiter(ch string, w chan struct{}) {
 // Errors are counted in Stats and retried, never returned: Run ends only with ctx.
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(3)
 	go func() { // exits when ctx is done
 		defer wg.Done()
 		r.resyncLoop(ctx)
+	}()
+	go func() { // exits when ctx is done
+		defer wg.Done()
+		r.activateLoop(ctx)
+	}()
+	go func() { // exits when ctx is done, closing the subscription
+		defer wg.Done()
+		defer r.created.ps.Close()
+		if err := r.created.ps.Subscribe(ctx, r.keys.Created()); err != nil && ctx.Err() == nil {
+			// go-redis remembers the channel and subscribes it with the connection it makes next.
+			r.stats.RedisErrors.Add(1)
+		}
+		r.created.loop(ctx, &r.stats, r.handleCreated, nil)
 	}()
 	r.bus.run(ctx)
 	wg.Wait()

@@ -102,7 +102,10 @@ func FuzzSourceAddress(f *testing.F) {
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", xff)
 		p := newPerSource(1, clientip.Resolver{Trusted: trusted})
-		got := p.source(sourceOf(r))
+		got := p.clients.From(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+		if key := p.source(sourceOf(r)); key != clientip.SourcePrefix(got) {
+			t.Fatalf("address %v counted under %v; want %v", got, key, clientip.SourcePrefix(got))
+		}
 		peer := clientip.Peer(remote)
 		if !(clientip.Resolver{Trusted: trusted}).Trusts(peer) {
 			if got != peer {

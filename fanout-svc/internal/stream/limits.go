@@ -8,19 +8,21 @@ import (
 	"github.com/likes/likes/pkg/clientip"
 )
 
-// perSource counts viewers per client address, a quota per address, so that one address cannot
-// take all of a node's admissions. The address is the peer's, or the first untrusted hop of
-// X-Forwarded-For when the peer is a configured proxy.
+// perSource counts viewers per client, a quota per client, so that one client cannot take all of
+// a node's admissions. The client is its address (the peer's, or the first untrusted hop of
+// X-Forwarded-For when the peer is a configured proxy) grouped as the writer groups it
+// (clientip.Source): an IPv4 address alone, an IPv6 address by its /64, since one subscriber
+// usually holds a whole /64 and would otherwise get a fresh quota per address.
 type perSource struct {
 	max     int
 	clients clientip.Resolver
 
 	mu     sync.Mutex
-	counts map[netip.Addr]int
+	counts map[netip.Prefix]int
 }
 
 func newPerSource(max int, clients clientip.Resolver) *perSource {
-	return &perSource{max: max, clients: clients, counts: make(map[netip.Addr]int)}
+	return &perSource{max: max, clients: clients, counts: make(map[netip.Prefix]int)}
 }
 
 // source is where a stream comes from as its request says, whichever entry point read it: the
@@ -64,7 +66,7 @@ func (p *perSource) acquire(src source) (func(), bool) {
 	}, true
 }
 
-// source is the client address a stream is counted under (pkg/clientip).
-func (p *perSource) source(src source) netip.Addr {
-	return p.clients.From(src.remote, src.forwarded)
+// source is the client a stream is counted under: its address's clientip.SourcePrefix.
+func (p *perSource) source(src source) netip.Prefix {
+	return clientip.SourcePrefix(p.clients.From(src.remote, src.forwarded))
 }

@@ -52,7 +52,7 @@ func TestPerSourceLimit(t *testing.T) {
 	r.RemoteAddr = "10.1.1.1:80"
 	r.Header.Add("X-Forwarded-For", "7.7.7.7")
 	r.Header.Add("X-Forwarded-For", "5.5.5.5")
-	if got := p.source(sourceOf(r)).String(); got != "5.5.5.5" {
-		t.Errorf("two header lines: source %s; want 5.5.5.5 (the proxy's line)", got)
+	if got := p.source(sourceOf(r)).String(); got != "5.5.5.5/32" {
+		t.Errorf("two header lines: source %s; want 5.5.5.5/32 (the proxy's line)", got)
 	}
 }

@@ -170,6 +170,20 @@ func (w *watcher) receivedAt(post string, count int64) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// exist gives each post a version (0) if it has none, as a like would: the relay subscribes only
+// to posts that exist, and these tests publish updates without the writer's script, which would
+// announce a post's creation.
+func exist(t testing.TB, client redis.UniversalClient, posts ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, p := range posts {
+		if err := client.SetNX(ctx, testKeys.Version(p), 0, 0).Err(); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+}
+
 // publish sends an update the way the writer's script does (SPUBLISH on a cluster).
 func publish(t testing.TB, client redis.UniversalClient, u update.Update) {
 	t.Helper()
@@ -196,6 +210,7 @@ func TestSubscriptionSurvivesFirstViewerLeaving(t *testing.T) {
 	rs := redistest.Start(t)
 	client := rs.Client(t)
 	n := startNode(t, client, Config{SetupTimeout: 30 * time.Second}, posts.Config{UnsubscribeGrace: time.Minute})
+	exist(t, client, "warm", "hot")
 	warm := watch(t, n.URL+"/sse/warm") // opens the pub/sub and pool connections before the pause
 	poll.Until(t, 20*time.Second, "the warm-up stream", func() bool { _, ok := warm.last("warm"); return ok })
 
@@ -230,6 +245,7 @@ func TestReturningViewerIsSubscribedAfterUnsubscribe(t *testing.T) {
 	rs := redistest.Start(t)
 	client := rs.Client(t)
 	n := startNode(t, client, Config{}, posts.Config{UnsubscribeGrace: time.Millisecond})
+	exist(t, client, "flap")
 	for i := int64(1); i <= 30; i++ {
 		w := watch(t, n.URL+"/sse/flap")
 		poll.Until(t, 20*time.Second, "the viewer's snapshot", func() bool { _, ok := w.last("flap"); return ok })
@@ -323,6 +339,7 @@ func TestClusterStoppedMasterLeavesOthersFlowing(t *testing.T) {
 	fresh := clusterPosts(t, c, "new", 1)
 	viewers := map[string]*watcher{}
 	for _, ps := range posts {
+		exist(t, client, ps...)
 		for _, p := range ps {
 			viewers[p] = watch(t, n.URL+"/sse/"+p)
 		}
@@ -351,6 +368,7 @@ func TestClusterStoppedMasterLeavesOthersFlowing(t *testing.T) {
 	}
 	for node := 1; node < len(fresh); node++ {
 		p := fresh[node][0]
+		exist(t, client, p)
 		w := watch(t, n.URL+"/sse/"+p)
 		poll.Until(t, 20*time.Second, "a new viewer of "+p+" on a healthy master", func() bool { _, ok := w.last(p); return ok })
 		publish(t, client, update.Update{PostID: p, Count: 1, TS: 1})

@@ -25,6 +25,7 @@ func TestSentinelFailoverKeepsViewersFlowing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = client.Close() }) // after the node's cleanup, registered below
 	n := startNode(t, client, Config{}, posts.Config{})
+	exist(t, client, "p1")
 	v := watch(t, n.URL+"/sse/p1")
 	poll.Until(t, 10*time.Second, "the viewer's snapshot", func() bool { _, ok := v.last("p1"); return ok })
 	publish(t, client, update.Update{PostID: "p1", Count: 1, TS: 1})

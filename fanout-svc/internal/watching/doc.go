@@ -6,7 +6,9 @@
 // pipeline per batch of its posts: for every post with local viewers it adds its number of
 // viewers to the post's key for the current interval (INCRBY, then PEXPIRE of three intervals)
 // and reads the post's key for the previous interval (GET), to which every node finished adding a
-// whole interval ago. So a post's total is exact for the previous interval, and a node that dies
+// whole interval ago. Only posts that exist are counted (a like or a reaction gave them a
+// version): anyone can open streams of made-up posts, and their keys would be Redis memory an
+// attacker could grow at will; a post shows "watching now" from its first like on. So a post's total is exact for the previous interval, and a node that dies
 // or loses its viewers simply adds nothing to the next one: its share is gone from what readers
 // see within two intervals, and nothing has to clean up after it.
 //

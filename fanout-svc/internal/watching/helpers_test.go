@@ -32,7 +32,7 @@ type node struct {
 	done    chan struct{}
 }
 
-func (n *node) LocalViewers(fn func(string, int)) {
+func (n *node) ExistingViewers(fn func(string, int)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for post, v := range n.viewers {

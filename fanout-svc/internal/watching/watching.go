@@ -17,8 +17,10 @@ import (
 // Local is the node's own view: the posts it has viewers of. The registry of posts (package posts)
 // implements it.
 type Local interface {
-	// LocalViewers calls fn once for each post with local viewers. fn must not block.
-	LocalViewers(fn func(post string, viewers int))
+	// ExistingViewers calls fn once for each post with local viewers that exists (has a version:
+	// someone liked or reacted to it). A post that does not exist is not counted: its key would
+	// be Redis memory that anyone could make grow by watching made-up posts. fn must not block.
+	ExistingViewers(fn func(post string, viewers int))
 }
 
 // Sink takes the totals; the hub implements it. PublishWatching must not block.
@@ -36,7 +38,7 @@ type Config struct {
 // Stats are the counter's figures for /metrics.
 type Stats struct {
 	Ticks     atomic.Int64 // intervals handled
-	Posts     atomic.Int64 // posts with local viewers in the last interval
+	Posts     atomic.Int64 // posts that exist with local viewers in the last interval
 	Reports   atomic.Int64 // (post, interval) numbers added to Redis
 	Published atomic.Int64 // totals handed to the sink
 	Errors    atomic.Int64 // round trips or commands that failed
@@ -122,7 +124,7 @@ func (c *Counter) tick(ctx context.Context, now time.Time) {
 		c.written = current
 	}
 	c.posts = c.posts[:0]
-	c.local.LocalViewers(func(post string, viewers int) {
+	c.local.ExistingViewers(func(post string, viewers int) {
 		c.posts = append(c.posts, localPost{post, int64(viewers)})
 	})
 	c.stats.Posts.Store(int64(len(c.posts)))

@@ -199,6 +199,15 @@ func (r *Ramp) counts(ctx context.Context) ([]int64, error) {
 	return out, errors.Join(errs...)
 }
 
+// readRefusedHint explains a 429 to a read of counts: the ramp reads every post's count from one
+// address, which the writers' READ_ADDR_RATE counts together.
+func readRefusedHint(status int) string {
+	if status != http.StatusTooManyRequests {
+		return ""
+	}
+	return " (the writers' READ_ADDR_RATE refused it: the ramp reads all its counts from one address; run the writers with READ_ADDR_RATE=off)"
+}
+
 func (r *Ramp) count(ctx context.Context, post string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.Writer+"/count/"+post, nil)
 	if err != nil {
@@ -210,7 +219,7 @@ func (r *Ramp) count(ctx context.Context, post string) (int64, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("writer count %s: status %d", post, resp.StatusCode)
+		return 0, fmt.Errorf("writer count %s: status %d%s", post, resp.StatusCode, readRefusedHint(resp.StatusCode))
 	}
 	var body struct {
 		Count int64 `json:"count"`

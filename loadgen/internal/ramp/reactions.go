@@ -42,7 +42,7 @@ func (r *Ramp) reactionTotals(ctx context.Context) ([]int64, error) {
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode != http.StatusOK:
-			return nil, fmt.Errorf("writer counts: status %d", resp.StatusCode)
+			return nil, fmt.Errorf("writer counts: status %d%s", resp.StatusCode, readRefusedHint(resp.StatusCode))
 		case err != nil:
 			return nil, fmt.Errorf("writer counts: %w", err)
 		}

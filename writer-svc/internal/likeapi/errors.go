@@ -27,9 +27,13 @@ type limitedError struct {
 	perAddr    bool // the client address's limit, not the user's
 	newPost    bool // the limit on new posts, not on likes
 	data       bool // the limit on reads and erasures of user data, not on likes
+	read       bool // the limit on reads of counts, not on likes
 }
 
 func (e *limitedError) Error() string {
+	if e.read {
+		return fmt.Sprintf("too many reads from this address: retry in %ds", ceilSeconds(e.retryAfter))
+	}
 	if e.data {
 		return fmt.Sprintf("too many reads or erasures of likes from this address: retry in %ds", ceilSeconds(e.retryAfter))
 	}

@@ -41,6 +41,7 @@ type Handler struct {
 	addrs    Limiter
 	newPosts *newPosts // nil: new posts unlimited
 	dataAddr Limiter   // nil: user data reads and erasures unlimited
+	readAddr Limiter   // nil: reads of counts unlimited
 	clients  clientip.Resolver
 	metrics  *Metrics
 	outage   *outage // logs storage failures once per outage
@@ -79,6 +80,9 @@ type Options struct {
 	// DataAddrLimit (per client address; nil: none) bounds the reads and erasures of user data:
 	// a post's likers, a user's likes and their erasure, each several Redis calls.
 	DataAddrLimit Limiter
+	// ReadAddrLimit (per client address; nil: none) bounds the reads of counts (GET /count,
+	// /counts, /likes): each is a read and, with replicas to confirm, a share of a barrier.
+	ReadAddrLimit Limiter
 	// Timeout bounds each request's work, Redis included; past it the client gets a 503.
 	Timeout time.Duration
 	// Index serves and erases a user's likes (UserRoutes); Admin authorizes the admin form.
@@ -100,7 +104,7 @@ func NewHandler(o Options) *Handler {
 		kinds[k] = true
 	}
 	return &Handler{store: o.Store, changes: o.Changes, identify: o.Identify, limit: o.Limit, perPost: o.LimitPerPost, addrs: o.AddrLimit,
-		newPosts: newNewPosts(o.NewPostLimit, o.NewPostAddrLimit), dataAddr: o.DataAddrLimit,
+		newPosts: newNewPosts(o.NewPostLimit, o.NewPostAddrLimit), dataAddr: o.DataAddrLimit, readAddr: o.ReadAddrLimit,
 		clients: o.Clients, metrics: o.Metrics, outage: &outage{log: o.Log}, timeout: o.Timeout,
 		index: o.Index, reader: o.Reader, admin: o.Admin, erase: max(o.EraseTimeout, o.Timeout),
 		kinds: kinds, kindList: strings.Join(o.ReactionKinds, ",")}
@@ -203,17 +207,21 @@ func (h *Handler) spend(ctx context.Context, l Limiter, id string, refused limit
 func (h *Handler) count(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
+	r = r.WithContext(ctx)
 	post := chi.URLParam(r, "postID")
-	if err := ids.ValidPostID(post); err != nil {
-		h.fail(w, r, err)
-		return
+	err := ids.ValidPostID(post)
+	if err == nil {
+		err = h.allowRead(r)
 	}
-	n, err := h.store.Count(ctx, post)
+	var n int64
+	if err == nil {
+		n, err = h.store.Count(ctx, post)
+	}
 	if err == nil {
 		err = h.store.ConfirmRead(ctx, post)
 	}
 	if err != nil {
-		h.fail(w, r.WithContext(ctx), err)
+		h.fail(w, r, err)
 		return
 	}
 	h.outage.ok()

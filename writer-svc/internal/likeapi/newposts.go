@@ -10,7 +10,7 @@ import (
 
 // newPosts bounds what one user, and one client address, can make Redis hold: every post id a
 // like or a reaction names brings a post into existence (its count, version, likers and reaction
-// keys, which never expire), so without it one session reacting to post 1, 2, 3... would grow Redis
+// keys, which never expire while it holds a like or a reaction), so without it one session reacting to post 1, 2, 3... would grow Redis
 // and its replicas for as long as it ran. A like or reaction of a post this writer does not know
 // spends one token of the user's bucket and one of the address's (NEW_POST_RATE,
 // NEW_POST_ADDR_RATE, shared by all replicas through Redis); once a change of a post succeeded,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/likes/likes/pkg/clientip"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/serve"
 	"github.com/likes/likes/writer-svc/internal/userlikes"
@@ -48,13 +49,17 @@ func (h *Handler) ReadRoutes(r chi.Router) {
 	})
 }
 
-// read validates the post list first (it costs nothing), then identifies the user when asked to,
-// then reads everything in one pipeline. Every failure goes through fail, as a like's does.
+// read validates the post list first (it costs nothing), then spends the client address's read
+// budget, then identifies the user when asked to, then reads everything in one pipeline. Every
+// failure goes through fail, as a like's does.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, identified bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	posts, err := ids.ParsePostList(postsParam(r), h.reader.MaxPosts())
+	if err == nil {
+		err = h.allowRead(r)
+	}
 	var user string
 	if err == nil && identified {
 		user, err = h.identify.UserID(r)
@@ -84,6 +89,17 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, identified bool) 
 		out.Posts[i] = countPost{PostID: s.PostID, Count: s.Count, TS: s.Version, Reactions: s.Reactions}
 	}
 	serve.JSON(w, http.StatusOK, out)
+}
+
+// allowRead spends one token of the client address's budget for reads of counts (nil limit:
+// none); a refusal is a 429 with Retry-After, before any of the request's Redis work. The limit is
+// kept in this process (ratelimit.Local), not in Redis: a read of counts must not write to Redis
+// on demand, and a shared bucket is a write per allowed read.
+func (h *Handler) allowRead(r *http.Request) error {
+	if h.readAddr == nil {
+		return nil
+	}
+	return limit(r.Context(), h.readAddr, clientip.Source(h.clients.Addr(r)), limitedError{read: true, perAddr: true})
 }
 
 // postsParam returns the posts parameter; several (posts=a&posts=b, as some clients send a list)

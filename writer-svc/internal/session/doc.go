@@ -3,10 +3,11 @@
 // shortly after expiry (POST /session/refresh) for as long as the session is younger than its
 // maximum age. The token, not a header anyone can set, then says who likes.
 //
-// The signing keys live in Redis (sessiontoken.Keyring, shared with loadgen, which signs tokens
-// for its own users) so that every writer replica signs and verifies with the same ones without an
-// operator configuring a secret: the first writer that needs the key of a rotation period creates
-// it (SET NX, so exactly one wins) and the others read it. A key expires from Redis once no token
-// it signed can be valid or refreshed any more. A static AUTH_SESSION_SECRET replaces all of that
-// with one key.
+// The signing keys come, in this order, from a key file (SESSION_KEY_FILE, sessiontoken.FileKeys:
+// a line per key, the last signs, all verify, read again every few seconds so that a rotation
+// needs no restart), from a static AUTH_SESSION_SECRET, or from Redis (sessiontoken.Keyring,
+// shared with loadgen): there the first writer that needs the key of a rotation period creates it
+// (SET NX, so exactly one wins), the others read it, and it expires once no token it signed can be
+// valid or refreshed any more. Keys in Redis need no operator, but whoever can read them with the
+// writers' Redis rights can sign a session for anyone, so every shipped deployment uses a file.
 package session

@@ -26,9 +26,25 @@ type Session struct {
 	ExpiresAt int64  `json:"expires_at"` // unix seconds
 }
 
-// Issuer signs and verifies session tokens with the keys of its Keyring.
+// keySource is where an Issuer's keys come from: a key file (sessiontoken.FileKeys), or the
+// static secret or the keys in Redis (sessiontoken.Keyring).
+type keySource interface {
+	// Signing returns the key to sign with now and its id.
+	Signing(ctx context.Context) (string, []byte, error)
+	// Verifying returns the secret of key kid.
+	Verifying(ctx context.Context, kid string) ([]byte, error)
+	// Close stops what keeps the keys current.
+	Close()
+}
+
+var (
+	_ keySource = (*sessiontoken.Keyring)(nil)
+	_ keySource = (*sessiontoken.FileKeys)(nil)
+)
+
+// Issuer signs and verifies session tokens with the keys of its key source.
 type Issuer struct {
-	ring    *sessiontoken.Keyring
+	ring    keySource
 	o       Options
 	verify  *jwt.Parser // a like: the token must be current
 	refresh *jwt.Parser // a refresh: up to RefreshGrace past expiry
@@ -36,13 +52,24 @@ type Issuer struct {
 
 var _ auth.Verifier = (*Issuer)(nil)
 
-// New returns an Issuer whose keys are in rdb under keys (or o.Secret). Close stops its key
-// reload.
+// New returns an Issuer whose keys are those of the file o.KeyFile, else the static o.Secret, else
+// those in rdb under keys. A key file that cannot be read or parsed is an error. Close stops its
+// key reload.
 func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options, log *zap.Logger) (*Issuer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
+	var ring keySource
+	if o.KeyFile != "" {
+		f, err := sessiontoken.OpenKeyFile(o.KeyFile, sessiontoken.FileKeysOptions{Poll: o.KeyFilePoll, Handover: o.KeyFileHandover, Now: o.Now}, log)
+		if err != nil {
+			return nil, err
+		}
+		ring = f
+	} else {
+		ring = sessiontoken.NewKeyring(rdb, keys, o.keyring(), log)
+	}
 	// No WithIssuedAt: a writer whose clock runs a second ahead would make its tokens "used
 	// before issued" on the others.
 	base := []jwt.ParserOption{
@@ -50,7 +77,7 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options, log *zap.L
 		jwt.WithAudience(sessiontoken.Audience), jwt.WithTimeFunc(o.Now),
 	}
 	return &Issuer{
-		ring:    sessiontoken.NewKeyring(rdb, keys, o.keyring(), log),
+		ring:    ring,
 		o:       o,
 		verify:  jwt.NewParser(base...),
 		refresh: jwt.NewParser(append(base, jwt.WithLeeway(o.RefreshGrace))...),
@@ -60,7 +87,8 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options, log *zap.L
 // Close stops the key reload.
 func (s *Issuer) Close() { s.ring.Close() }
 
-// Load makes sure the current key exists (the first writer creates it) and is in memory.
+// Load makes sure the current key exists (with keys in Redis, the first writer creates it) and is
+// in memory.
 func (s *Issuer) Load(ctx context.Context) error {
 	_, _, err := s.ring.Signing(ctx)
 	return err

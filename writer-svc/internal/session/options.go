@@ -14,7 +14,15 @@ type Options struct {
 	RefreshGrace time.Duration // how long after expiry a token may still be refreshed
 	MaxAge       time.Duration // no token is issued for a session older than this
 	KeyRotate    time.Duration // how long one key signs before the next takes over
-	// Secret, when set, is the one static HS256 key (kid "static"): no keys in Redis, no rotation.
+	// KeyFile, when set, is the file of the signing keys (sessiontoken.ParseKeyFile: `kid key`
+	// lines, the last signs, all verify), read again every KeyFilePoll: no keys in Redis, and
+	// Secret is not used.
+	KeyFile string
+	// KeyFilePoll and KeyFileHandover are sessiontoken.FileKeysOptions' Poll and Handover
+	// (default 5s and 2m).
+	KeyFilePoll, KeyFileHandover time.Duration
+	// Secret, when set (and KeyFile not), is the one static HS256 key (kid "static"): no keys in
+	// Redis, no rotation.
 	Secret []byte
 	// BenchSecret, when set, also verifies benchmark tokens (kid sessiontoken.BenchKeyID) for
 	// users in the benchmark namespace (sessiontoken.BenchUserPrefix): a load generator's.
@@ -47,7 +55,23 @@ func (o Options) Validate() error {
 	case o.BenchSecret != nil && len(o.BenchSecret) < sessiontoken.MinBenchKeyLen:
 		return fmt.Errorf("benchmark session key must be at least %d bytes", sessiontoken.MinBenchKeyLen)
 	}
+	if o.KeyFile != "" {
+		return nil // the keys are the file's, checked as it is read: rotation does not apply
+	}
 	return o.keyring().Validate()
+}
+
+// KeySource names where the signing keys come from, for the start log: "file", "static" or
+// "redis".
+func (o Options) KeySource() string {
+	switch {
+	case o.KeyFile != "":
+		return "file"
+	case o.Secret != nil:
+		return "static"
+	default:
+		return "redis"
+	}
 }
 
 // keyring is what the keys need to know: a key must verify for as long as a token it signed can

@@ -175,7 +175,7 @@ func (s *Store) call(post string, changes, reactions []Change, guess int64, unli
 			ops[i] = 'U'
 		}
 	}
-	args := make([]any, 0, 11+m+n+r+2*q)
+	args := make([]any, 0, 12+m+n+r+2*q)
 	args = append(args, post, s.publish, ops, cutoff.UnixMilli(), guess, m)
 	for _, c := range unliked {
 		keys = append(keys, s.keys.Likers(post, c))
@@ -204,6 +204,7 @@ func (s *Store) call(post string, changes, reactions []Change, guess int64, unli
 		args = append(args, b.Interval, b.Burst)
 	}
 	args = append(args, appendGates(make([]byte, 0, 4*len(gates)), gates))
+	args = append(args, s.emptyTTL)
 	if s.keep > 0 {
 		keys, args = s.timeline(post, reactions, keys, args)
 	}

@@ -2,11 +2,13 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/likes/likes/testkit/poll"
 	"github.com/likes/likes/writer-svc/internal/store"
 	"github.com/likes/likes/writer-svc/internal/storetest"
 	"github.com/redis/go-redis/v9"
@@ -192,5 +194,53 @@ func dropKeys(ctx context.Context, b *testing.B, rdb *redis.Client, pattern stri
 	}
 	if len(batch) > 0 {
 		rdb.Unlink(ctx, batch...)
+	}
+}
+
+// BenchmarkEmptyPostMemory brings b.N posts into existence with a like and takes them back with an
+// unlike, two calls each, and reports Redis' used_memory per post such a pair leaves
+// (B/empty-post; batch keys removed, as in BenchmarkPostMemory): the count and the version, for
+// ever with EMPTY_POST_TTL 0 (as on 973e844), until the expiry with one ("ttl-24h"), and nothing
+// once it passed ("expired", a 1 s expiry the benchmark awaits). docs/RELIABILITY.md quotes it:
+//
+//	go test -run '^$' -bench BenchmarkEmptyPostMemory -benchtime 100000x ./writer-svc/internal/store/
+func BenchmarkEmptyPostMemory(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"ttl-0", 0}, {"ttl-24h", 24 * time.Hour}, {"expired", time.Second}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			rdb := benchRedis(b)
+			s := store.New(rdb, storetest.Keys, store.Options{EmptyPostTTL: c.ttl})
+			if err := s.Load(ctx); err != nil {
+				b.Fatal(err)
+			}
+			before := usedMemory(ctx, b, rdb)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				post := "post-" + strconv.Itoa(i)
+				if _, err := s.Like(ctx, post, "one-user"); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Unlike(ctx, post, "one-user"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			dropKeys(ctx, b, rdb, storetest.Keys.Batch("*", "*"))
+			if c.name == "expired" {
+				// Redis' active expiry removes expired keys a sample at a time, within a few
+				// hundred milliseconds of their expiry.
+				poll.Check(b, time.Minute, func() error {
+					if n := rdb.DBSize(ctx).Val(); n > 0 {
+						return fmt.Errorf("%d keys left after their %s expiry", n, c.ttl)
+					}
+					return nil
+				})
+			}
+			b.ReportMetric(float64(usedMemory(ctx, b, rdb)-before)/float64(b.N), "B/empty-post")
+			b.ReportMetric(float64(rdb.DBSize(ctx).Val())/float64(b.N), "keys/empty-post")
+		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 // in time: it may show changes that a failover would discard, so it is not served.
 var ErrReadNotReplicated = errors.New("read not confirmed by enough replicas")
 
-// readBarrierTimeout bounds a read's confirmation when its context has no deadline.
+// readBarrierTimeout bounds a read's confirmation when its context has no deadline (tests, tools).
 const readBarrierTimeout = 2 * time.Second
 
 // ConfirmRead returns nil once the replicas a batch must reach have everything the primary held
@@ -24,47 +24,76 @@ const readBarrierTimeout = 2 * time.Second
 // count go back (the partition suite's histories were not linearizable for that). This is the
 // read index of a consensus store, with WAIT as the quorum: a write to a barrier key sets this
 // connection's replication offset to the primary's current one, and WAIT counts the replicas that
-// have it. With no replicas to wait for (REDIS_ACK_REPLICAS 0) it costs nothing. On a Cluster it
-// confirms each master that serves one of posts, one after the other; a read of a user's own
-// likes there (their index, in the user's slot) is not confirmed (posts empty), as that index is
-// kept outside the like script on a Cluster anyway (clusterindex.go).
+// have it. The reads of an interval share their barrier (barriers: one that starts after each of
+// them was called), so reads cost the primary a bounded number of writes however many come. With
+// no replicas to wait for (REDIS_ACK_REPLICAS 0) it costs nothing. On a Cluster it confirms each
+// master that serves one of posts, all at once; a read of a user's own likes there (their index,
+// in the user's slot) is not confirmed (posts empty), as that index is kept outside the like
+// script on a Cluster anyway (clusterindex.go).
 func (s *Store) ConfirmRead(ctx context.Context, posts ...string) error {
 	acks := s.replicasToAck()
 	if acks == 0 {
 		return nil
 	}
+	var err error
 	switch c := s.rdb.(type) {
 	case *redis.Client:
-		return readBarrier(ctx, c, s.keys.ReadBarrier(), acks)
+		err = s.barriers.confirm(ctx, "", acks, func(ctx context.Context, until time.Time, acks int) error {
+			return readBarrier(ctx, c, s.keys.ReadBarrier(), until, acks)
+		})
 	case *redis.ClusterClient:
-		done := make(map[*redis.Client]bool, len(posts))
-		for _, post := range posts {
-			key := s.keys.PostReadBarrier(post)
-			primary, err := s.primaryFor(ctx, key, "")
-			if err != nil {
-				return fmt.Errorf("read barrier: %w", err)
-			}
-			if done[primary] {
-				continue
-			}
-			done[primary] = true
-			if err := readBarrier(ctx, primary, key, acks); err != nil {
-				s.lostNode(err)
-				return err
-			}
-		}
+		err = s.confirmMasters(ctx, acks, posts)
+	}
+	if err != nil {
+		return fmt.Errorf("read barrier: %w", err)
 	}
 	return nil
 }
 
-// readBarrier writes key on primary and waits, in the same pipeline, until acks replicas have
-// that write, giving WAIT until ctx's deadline (waitTimeout, as a batch's WAIT).
-func readBarrier(ctx context.Context, primary *redis.Client, key string, acks int) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(readBarrierTimeout)
+// confirmMasters confirms the read of posts on every master that serves one of them, in
+// parallel: each master's barrier is its own (one lane per master address), and the read waits
+// for them all.
+func (s *Store) confirmMasters(ctx context.Context, acks int, posts []string) error {
+	keyOf := make(map[*redis.Client]string, len(posts)) // a barrier key in a slot the master serves
+	for _, post := range posts {
+		key := s.keys.PostReadBarrier(post)
+		primary, err := s.primaryFor(ctx, key, "")
+		if err != nil {
+			return err
+		}
+		if _, ok := keyOf[primary]; !ok {
+			keyOf[primary] = key
+		}
 	}
-	wait := waitTimeout(primary, deadline)
+	errs := make(chan error, len(keyOf))
+	for primary, key := range keyOf {
+		go func() { // exits when confirm returns, at ctx's end at the latest
+			errs <- s.barriers.confirm(ctx, primary.Options().Addr, acks, func(ctx context.Context, until time.Time, acks int) error {
+				err := readBarrier(ctx, primary, key, until, acks)
+				if err != nil {
+					s.lostNode(err)
+				}
+				return err
+			})
+		}()
+	}
+	var first error
+	for range keyOf {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Close stops the read barriers: those in flight and queued fail, and their runners have exited
+// when it returns. The store must not be used after.
+func (s *Store) Close() { s.barriers.close() }
+
+// readBarrier writes key on primary and waits, in the same pipeline, until acks replicas have
+// that write, giving WAIT until until (waitTimeout, as a batch's WAIT).
+func readBarrier(ctx context.Context, primary *redis.Client, key string, until time.Time, acks int) error {
+	wait := waitTimeout(primary, until)
 	var acked *redis.Cmd
 	_, err := primary.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, key, "1", 0)
@@ -72,11 +101,11 @@ func readBarrier(ctx context.Context, primary *redis.Client, key string, acks in
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read barrier: %w", err)
+		return err
 	}
 	n, err := acked.Int64()
 	if err != nil {
-		return fmt.Errorf("read barrier: %w", err)
+		return err
 	}
 	if n < int64(acks) {
 		return fmt.Errorf("%w: %d of %d replicas within %s", ErrReadNotReplicated, n, acks, wait.Round(time.Millisecond))

@@ -44,7 +44,8 @@ const LikersChunk = 128
 //	ARGV[a] q (absent: 0), a = 10+m+n+r   ARGV[a+2j-1], ARGV[a+2j] bucket j's interval (µs) and burst
 //	ARGV[a+2q+1] the changes' buckets as runs, space-separated triples "c a u": the next c changes'
 //	  address's and user's bucket numbers (0: none)
-//	ARGV[t] the timeline's minute, its start in unix seconds, t = a+2q+2 (absent: no timeline)
+//	ARGV[a+2q+2] the empty post's expiry in milliseconds (0 or absent: never)
+//	ARGV[t] the timeline's minute, its start in unix seconds, t = a+2q+3 (absent: no timeline)
 //	ARGV[t+1] when the minute's timeline expires, unix seconds   ARGV[t+2] z   ARGV[t+2+i] kind i
 //
 // It returns {count before the batch, one byte per change, current chunk number, reactions,
@@ -96,6 +97,20 @@ const LikersChunk = 128
 // clock and the measured offset to Redis'; a batch that runs a little past the minute's end (or
 // before its start) counts in its last (first) second.
 //
+// Empty posts: a batch that changed something and leaves the post at count 0 with no reactions
+// sets the post's keys that stay (count, version, current chunk number) to expire after
+// ARGV[a+2q+2] (EMPTY_POST_TTL), one PEXPIRE each: such a post holds nothing a reader needs but
+// its version, and without it every post id a like then an unlike named (NEW_POST_ADDR_RATE of
+// them a day per address) would hold about 300 bytes for ever. Its likers chunks and dedup keys
+// are gone by then (an emptied list is deleted), its batch keys, reaction gates and timeline
+// minutes expire on their own. A batch that finds the post at count 0 (so possibly expiring) and
+// leaves it with a like or a reaction clears the expiry: the version's SET (and the count's, when
+// it changes) already does, a PERSIST each does it for the count and the chunk number. A batch on
+// a post that had likes pays nothing for this but a comparison. A post whose keys expired is new
+// again: its next change announces its creation again (Creation, below), and a writer that still
+// remembers it lets that change pass free of NEW_POST_RATE (likeapi's newPosts): once per expiry
+// and remembered post, which is what it was allowed to hold before.
+//
 // Two checks come first, so that the writer's answers stay exact (TestScriptWireFormat pins them):
 //
 //   - The batch key (rediskeys.Batch, a fresh id per call) holds "<count>|<flags>|<reactions>|<version>|<buckets>" of
@@ -114,7 +129,9 @@ const LikersChunk = 128
 // chunk number and one LLEN of its chunk, one MGET, one GET of the count, at most one MSET, one
 // DEL, one RPUSH per chunk written and one LREM per unliking user, one SET of the count, one
 // SET of the batch key, and, if anything changed, one version bump, one HGETALL of the reaction
-// counts and one publish of the final state; on one Redis, one ZADD or ZREM per changed user's
+// counts and one publish of the final state (and, the first time, one of the post's creation), and
+// then three PEXPIREs if it leaves the post empty or two PERSISTs if it found the count 0 and
+// leaves a like or a reaction (Empty posts, above); on one Redis, one ZADD or ZREM per changed user's
 // index besides; per reaction, one SET of its gate and one HINCRBY (or a PTTL when refused); with
 // rate limits, one MGET of the buckets and one SET per bucket spent. A batch of likes only, by
 // distinct users, none of them refused, first tries one MSETNX: when none of them had liked (a viral post's likes are
@@ -124,7 +141,18 @@ const LikersChunk = 128
 // keys (they share the {post} hash tag) and sharded pub/sub publishes it from the shard that
 // stores the post.
 //
-// The version is max(previous + 1, Redis time in unix microseconds); the payload is
+// Creation: the batch that gives a post its first version (the version key was absent) also
+// announces the post on the channel of creations (rediskeys.Created: the post's channel, KEYS[3],
+// less its "{post}:ch", then "created"), the post id as the message, after the post's own publish.
+// It is a classic PUBLISH on a Cluster too, which every node relays to its subscribers: a fanout
+// node keeps the viewers of a post that does not exist off Redis and subscribes to the post's
+// channel when it hears of its creation. A post is created at most once per NEW_POST_RATE token,
+// so the channel carries little.
+//
+// The version is max(previous + 1, Redis time in unix microseconds); a post whose keys expired
+// (empty, above) starts again from Redis' time, which is above every version it had unless
+// Redis' clock went back by more than EMPTY_POST_TTL since its last change (versions track it).
+// The payload is
 // {"post_id":...,"count":...,"ts":version}, with ,"reactions":{"clap":12,...} (kinds in byte
 // order) before the closing brace once the post has any: byte for byte update.Update.AppendJSON,
 // the post's whole state, so that the newest update alone is enough for any viewer. Numbers go
@@ -223,10 +251,12 @@ local function place()
   room = room - 1
   return top
 end
-local ver
+local ver, created
 local function version()
   if not ver then
-    ver = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+    local was = redis.call('GET', KEYS[2])
+    created = not was
+    ver = (tonumber(was) or 0) + 1
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if now > ver then ver = now end
   end
@@ -249,7 +279,7 @@ local function react()
   end
 end
 local function timeline()
-  local lt = la + 2 * q + 2
+  local lt = la + 2 * q + 3
   local th = tonumber(ARGV[lt])
   if not th then return end
   local sec = tonumber(t[1]) - th
@@ -303,12 +333,12 @@ end
 local function payload(v)
   local p = '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v
   local h = redis.call('HGETALL', KEYS[kb + 1])
-  if #h == 0 then return p .. '}' end
+  if #h == 0 then return p .. '}', false end
   local kinds, byKind = {}, {}
   for i = 1, #h, 2 do kinds[#kinds + 1] = h[i]; byKind[h[i]] = h[i + 1] end
   table.sort(kinds)
   for i, k in ipairs(kinds) do kinds[i] = '"' .. k .. '":' .. byKind[k] end
-  return p .. ',"reactions":{' .. table.concat(kinds, ',') .. '}}'
+  return p .. ',"reactions":{' .. table.concat(kinds, ',') .. '}}', true
 end
 local function store(adds, rems, idxAdd, idxRem)
   local v = string.format('%d', version())
@@ -324,7 +354,22 @@ local function store(adds, rems, idxAdd, idxRem)
   if top ~= cur then redis.call('SET', KEYS[5], string.format('%d', top)) end
   if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
   redis.call('SET', KEYS[2], v)
-  redis.call(ARGV[2], KEYS[3], payload(v))
+  local p, reactions = payload(v)
+  redis.call(ARGV[2], KEYS[3], p)
+  if count == 0 and not reactions then
+    local ttl = tonumber(ARGV[la + 2 * q + 2]) or 0
+    if ttl > 0 then
+      redis.call('PEXPIRE', KEYS[1], ttl)
+      redis.call('PEXPIRE', KEYS[2], ttl)
+      redis.call('PEXPIRE', KEYS[5], ttl)
+    end
+  elseif reply[1] == 0 then
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', KEYS[5])
+  end
+  if created then
+    redis.call('PUBLISH', string.sub(KEYS[3], 1, #KEYS[3] - #ARGV[1] - 5) .. 'created', ARGV[1])
+  end
 end
 if n == 0 then
   react()

@@ -169,6 +169,36 @@ func TestScriptWireFormat(t *testing.T) {
 	if n := rdb.Exists(ctx, storetest.Keys.Batch("p", "b3")).Val(); n != 0 {
 		t.Error("a refused batch left a batch key")
 	}
+
+	// ARGV[a+2q+2], after the buckets' runs: the empty post's expiry in milliseconds. A batch that
+	// leaves post e at count 0 with no reactions sets its count and version to expire; one that
+	// likes it again clears their expiry. Absent (as above) or 0, nothing expires.
+	const ttl = 60000
+	runE := func(batch, ops string) {
+		t.Helper()
+		k := []string{storetest.Keys.Count("e"), storetest.Keys.Version("e"), storetest.Keys.Channel("e"), storetest.Keys.Batch("e", batch),
+			storetest.Keys.LikersChunk("e"), storetest.Keys.Likers("e", 0), storetest.Keys.Likers("e", 1),
+			storetest.Keys.User("e", "a"), storetest.Keys.UserLikes("a"), storetest.Keys.Reactions("e")}
+		args := []any{"e", "PUBLISH", ops, future, 0, 0, "a", "1", 0, 3000, 0, "", ttl}
+		if _, err := store.ChangeScript.EvalSha(ctx, rdb, k, args...).Slice(); err != nil {
+			t.Fatalf("batch %s on e: %v", batch, err)
+		}
+	}
+	checkE := func(what string, expiring bool) {
+		t.Helper()
+		for _, key := range []string{storetest.Keys.Count("e"), storetest.Keys.Version("e")} {
+			pttl := rdb.PTTL(ctx, key).Val()
+			if expiring && (pttl <= 0 || pttl > ttl*time.Millisecond) || !expiring && pttl != -1 {
+				t.Errorf("%s: %s PTTL %v; want expiring %v within %dms", what, key, pttl, expiring, ttl)
+			}
+		}
+	}
+	runE("e1", "L")
+	checkE("liked", false)
+	runE("e2", "U")
+	checkE("liked then unliked", true)
+	runE("e3", "L")
+	checkE("liked again", false)
 }
 
 // TestResultsRejectsMalformedReply: a reply of the wrong shape is an error, never a panic in the

@@ -76,6 +76,10 @@ type Store struct {
 	offset  func() time.Duration // Redis' clock less this writer's (Options.ClockOffset)
 	skew    time.Duration        // tests only: how far this writer's clock runs ahead of the true time
 	keep    int64                // seconds a post's timeline is kept past its minute; 0: no timeline
+	// emptyTTL is Options.EmptyPostTTL in milliseconds, the script's argument (0: never).
+	emptyTTL int64
+	// barriers share the read barriers of concurrent reads (ConfirmRead); Close stops them.
+	barriers *barriers
 }
 
 // Options tune a Store.
@@ -105,6 +109,9 @@ type Options struct {
 	// TimelineRetention is how long each minute of a post's timeline (its likes and reactions per
 	// second, rediskeys.Timeline) is kept after the minute ends; 0 keeps none.
 	TimelineRetention time.Duration
+	// EmptyPostTTL is how long the keys of a post left at count 0 with no reactions live before
+	// they expire (changeScript, Empty posts); 0 keeps them for ever.
+	EmptyPostTTL time.Duration
 }
 
 // DefaultReactionInterval is Options.ReactionInterval's default: one reaction per person
@@ -115,7 +122,7 @@ const DefaultReactionInterval = 3 * time.Second
 // timeout and a second of margin (the writer passes its own timeout plus that second).
 const DefaultIndexGrace = 3 * time.Second
 
-// New returns a Store.
+// New returns a Store. Close stops the read barriers it runs (ConfirmRead).
 func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options) *Store {
 	publish := "PUBLISH"
 	if o.Cluster {
@@ -128,7 +135,9 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options) *Store {
 		o.ReactionInterval = DefaultReactionInterval
 	}
 	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, ackFn: o.Acks, grace: o.IndexGrace,
-		every: o.ReactionInterval, offset: o.ClockOffset, keep: int64(o.TimelineRetention / time.Second)}
+		every: o.ReactionInterval, offset: o.ClockOffset, keep: int64(o.TimelineRetention / time.Second),
+		emptyTTL: o.EmptyPostTTL.Milliseconds(),
+		barriers: newBarriers(BarrierGap)}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis

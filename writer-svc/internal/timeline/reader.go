@@ -46,6 +46,23 @@ type Peak struct {
 // MaxPeaks is how many peaks a Timeline lists.
 const MaxPeaks = 5
 
+// errOutOfBounds is a read past Read's caps: a caller's bug, since ParseQuery refuses such a query.
+var errOutOfBounds = errors.New("timeline read out of bounds")
+
+// bounds checks a read's range and step and returns how many minutes it spans: from and to within
+// [MinTime, MaxTime] (to excluded), step at least 1, at most MaxMinutes minutes. Every value it
+// lets through keeps Read's arithmetic far from int64's end (MaxTime says how far).
+func bounds(from, to, step int64) (minutes int64, err error) {
+	if from < MinTime || to > MaxTime || from >= to || step < 1 {
+		return 0, fmt.Errorf("%w: range [%d, %d) step %d: want %d <= from < to <= %d, step >= 1", errOutOfBounds, from, to, step, MinTime, MaxTime)
+	}
+	minutes = (to-1)/60 - from/60 + 1
+	if minutes > MaxMinutes {
+		return 0, fmt.Errorf("%w: %d minutes; at most %d", errOutOfBounds, minutes, MaxMinutes)
+	}
+	return minutes, nil
+}
+
 // Reader reads timelines.
 type Reader struct {
 	rdb   redis.UniversalClient
@@ -61,21 +78,28 @@ func NewReader(rdb redis.UniversalClient, keys rediskeys.Scheme, kinds []string)
 // Read returns post's timeline from from to to (unix seconds, to excluded) in steps of step
 // seconds, in one pipeline: one GETRANGE per series and minute, of the seconds asked only. A
 // second nobody acted in reads 0, as does a minute past its retention. The caller bounds the
-// range (Handler: MaxSpan).
+// range (Handler: ParseQuery); Read checks it again all the same (bounds), so that no caller can
+// make it loop past int64's end or send more than MaxCommands: it counts the minutes before it
+// builds anything and refuses a read past either cap with an error.
 func (rd *Reader) Read(ctx context.Context, post string, from, to, step int64) (Timeline, error) {
-	if from >= to || step < 1 {
-		return Timeline{}, fmt.Errorf("timeline range [%d, %d) step %d", from, to, step)
+	minutes, err := bounds(from, to, step)
+	if err != nil {
+		return Timeline{}, err
 	}
 	series := append([]string{rediskeys.TimelineLikes, rediskeys.TimelineUnlikes}, rd.kinds...)
 	names := append([]string{Likes, Unlikes}, rd.kinds...)
+	if n, most := minutes*int64(len(series)), MaxCommands(len(rd.kinds)); n > most {
+		return Timeline{}, fmt.Errorf("%w: %d commands; at most %d", errOutOfBounds, n, most)
+	}
 	type read struct {
 		series int
 		first  int64 // the unix second of the range's first byte
 		cmd    *redis.StringCmd
 	}
-	var reads []read
-	_, err := rd.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for minute := from / 60; minute*60 < to; minute++ {
+	reads := make([]read, 0, minutes*int64(len(series)))
+	_, err = rd.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for m := range minutes {
+			minute := from/60 + m
 			start, end := max(from, minute*60), min(to, (minute+1)*60)
 			off := (start - minute*60) * counterBytes
 			last := (end-minute*60)*counterBytes - 1
@@ -83,12 +107,15 @@ func (rd *Reader) Read(ctx context.Context, post string, from, to, step int64) (
 				reads = append(reads, read{i, start, p.GetRange(ctx, rd.keys.Timeline(post, s, minute), off, last)})
 			}
 		}
+		if n, most := int64(p.Len()), MaxCommands(len(rd.kinds)); n > most { // never sent
+			return fmt.Errorf("%w: %d commands built; at most %d", errOutOfBounds, n, most)
+		}
 		return nil
 	})
 	if err != nil {
 		return Timeline{}, fmt.Errorf("read timeline: %w", err)
 	}
-	steps := (to - from + step - 1) / step
+	steps := stepsIn(to-from, step)
 	tl := Timeline{PostID: post, From: from, To: to, Step: step, Series: make(map[string][]int64, len(names))}
 	sums := make([][]int64, len(series))
 	for i, name := range names {
@@ -114,7 +141,7 @@ func (rd *Reader) Read(ctx context.Context, post string, from, to, step int64) (
 // (the earlier of two as busy); sums are the series in Read's order, the reactions from index
 // reactions on.
 func peaks(tl Timeline, sums [][]int64, reactions int) []Peak {
-	var out []Peak
+	out := []Peak{} // [] in JSON, not null, for a timeline without activity
 	for i := range sums[0] {
 		p := Peak{T: tl.From + int64(i)*tl.Step, Likes: sums[0][i]}
 		for _, s := range sums[reactions:] {

@@ -84,14 +84,23 @@ func (x *Index) List(ctx context.Context, user, cursor string, limit int) ([]Lik
 		}
 		lo, zs = max(card.Val()-int64(limit), 0), page.Val()
 	} else {
-		hi, err := strconv.ParseInt(cursor, 10, 64)
-		if err != nil || hi <= 0 {
-			return nil, "", ErrCursor
+		hi, err := parseCursorNumber(cursor, 1)
+		if err != nil {
+			return nil, "", err
 		}
 		lo = max(hi-int64(limit), 0)
-		if zs, err = rdb.ZRangeWithScores(ctx, key, lo, hi-1).Result(); err != nil {
+		var card *redis.IntCmd
+		var page *redis.ZSliceCmd
+		if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			card = p.ZCard(ctx, key)
+			page = p.ZRangeWithScores(ctx, key, lo, hi-1)
+			return nil
+		}); err != nil {
 			return nil, "", fmt.Errorf("list likes: %w", err)
 		}
+		// A cursor past the index's end (unlikes since, or forged) goes on from the end: the
+		// next page is the top one, rather than a walk down through ranks that hold nothing.
+		lo, zs = min(lo, card.Val()), page.Val()
 	}
 	liked, _, err := x.check(ctx, user, zs, time.Now().Add(-x.grace).UnixMicro())
 	if err != nil {

@@ -32,20 +32,21 @@ func (rd *Reader) Likers(ctx context.Context, post, cursor string, limit int) (i
 	var countCmd, curCmd *redis.StringCmd
 	_, _ = rd.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		countCmd = p.Get(ctx, rd.keys.Count(post))
-		if cursor == "" {
-			curCmd = p.Get(ctx, rd.keys.LikersChunk(post))
-		}
+		curCmd = p.Get(ctx, rd.keys.LikersChunk(post))
 		return nil
 	})
 	count, err := countCmd.Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, nil, "", fmt.Errorf("count of %s: %w", post, err)
 	}
-	if curCmd != nil {
-		cur, err := curCmd.Int64()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, nil, "", fmt.Errorf("likers of %s: %w", post, err)
-		}
+	cur, err := curCmd.Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, nil, "", fmt.Errorf("likers of %s: %w", post, err)
+	}
+	if cursor == "" || chunk > cur {
+		// The first page, or a cursor past the current chunk (forged: chunk numbers only grow):
+		// the chunks above the current one are empty, so both start from its top, and a forged
+		// cursor cannot make the listing walk down through chunks that never existed.
 		chunk, rank = cur, -1
 	}
 	out := make([]string, 0, limit)
@@ -79,11 +80,22 @@ func (rd *Reader) chunkPage(ctx context.Context, post string, chunk, rank, want 
 		if rank == 0 {
 			return nil, 0, nil
 		}
-		users, err := rd.rdb.LRange(ctx, key, lo, rank-1).Result()
+		var card *redis.IntCmd
+		var page *redis.StringSliceCmd
+		_, err := rd.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			card = p.LLen(ctx, key)
+			page = p.LRange(ctx, key, lo, rank-1)
+			return nil
+		})
 		if err != nil {
 			return nil, 0, fmt.Errorf("likers of %s: %w", post, err)
 		}
-		return users, lo, nil
+		if card.Val() < rank {
+			// Every entry is below rank (unlikes since, or a forged rank): read from the top,
+			// rather than walk down from rank a page at a time through nothing.
+			return rd.chunkPage(ctx, post, chunk, -1, want)
+		}
+		return page.Val(), lo, nil
 	}
 	var card *redis.IntCmd
 	var page *redis.StringSliceCmd
@@ -106,22 +118,21 @@ func likersCursor(chunk, rank int64) string {
 	return strconv.FormatInt(chunk, 10) + "." + strconv.FormatInt(rank, 10)
 }
 
-// parseLikersCursor reads a cursor of likersCursor ("" is the first page: chunk and rank 0, -1).
+// parseLikersCursor reads a cursor of likersCursor ("" is the first page: chunk and rank 0, -1),
+// its numbers within [0, MaxCursor].
 func parseLikersCursor(cursor string) (chunk, rank int64, err error) {
 	if cursor == "" {
 		return 0, -1, nil
 	}
 	c, r, ranked := strings.Cut(cursor, ".")
-	chunk, err = strconv.ParseInt(c, 10, 64)
-	if err != nil || chunk < 0 {
-		return 0, 0, ErrCursor
+	if chunk, err = parseCursorNumber(c, 0); err != nil {
+		return 0, 0, err
 	}
 	if !ranked {
 		return chunk, -1, nil
 	}
-	rank, err = strconv.ParseInt(r, 10, 64)
-	if err != nil || rank < 0 {
-		return 0, 0, ErrCursor
+	if rank, err = parseCursorNumber(r, 0); err != nil {
+		return 0, 0, err
 	}
 	return chunk, rank, nil
 }
