@@ -69,7 +69,7 @@ func newApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, error) {
 	a.store = store.New(rdb, keys, store.Options{
 		Cluster: cfg.Redis.Cluster(), AckReplicas: cfg.AckReplicas, Acks: acks, IndexGrace: indexGrace(cfg),
 		ReactionInterval: cfg.ReactionInterval, TimelineRetention: cfg.TimelineRetention,
-		ClockOffset: clock.Offset, EmptyPostTTL: cfg.EmptyPostTTL,
+		ClockOffset: clock.Offset, EmptyPostTTL: cfg.EmptyPostTTL, ReadBarrierGap: cfg.ReadBarrierGap,
 	})
 	if cfg.Session.Enabled {
 		if a.sessions, err = session.New(rdb, keys, cfg.Session.Options, log); err != nil {

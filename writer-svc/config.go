@@ -42,6 +42,7 @@ type Config struct {
 	// (GET /posts/{postID}/timeline); 0 keeps none.
 	TimelineRetention time.Duration
 	EmptyPostTTL      time.Duration // keys of a post left with no likes and no reactions (store.Options.EmptyPostTTL)
+	ReadBarrierGap    time.Duration // least time between two read barriers on a primary (store.Options.ReadBarrierGap)
 	CORSOrigins       []string
 	AllowedOrigins    []string // origins whose pages may change likes and sessions; the own site always may
 	LikeRate          ratelimit.Rate
@@ -208,6 +209,7 @@ func loadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	set.String(&kinds, "reaction-kinds", "REACTION_KINDS", ids.DefaultReactionKinds, fmt.Sprintf("comma-separated reaction kinds POST /react/{postID}/{kind} counts, at most %d, named like post ids", ids.MaxReactionKinds))
 	set.Duration(&c.ReactionInterval, "reaction-interval", "REACTION_INTERVAL", store.DefaultReactionInterval, "a user may react to a post (any kind) once per interval; sooner gets 429 with Retry-After")
 	set.Duration(&c.TimelineRetention, "timeline-retention", "TIMELINE_RETENTION", defaultTimelineRetention, "how long each minute of a post's likes and reactions per second is kept for GET /posts/{postID}/timeline (0: no timeline)")
+	set.Duration(&c.ReadBarrierGap, "read-barrier-gap", "READ_BARRIER_GAP", 0, "with REDIS_ACK_REPLICAS, the least time between two read barriers (a SET and a WAIT that confirm the reads of counts) on one primary; the reads that come meanwhile share the next one. 0: the next starts when the one in flight ends (one in flight per primary per writer, however many reads)")
 	set.Duration(&c.EmptyPostTTL, "empty-post-ttl", "EMPTY_POST_TTL", defaultEmptyPostTTL, "how long the keys of a post left with no likes and no reactions (liked, then unliked) are kept before they expire; a like or a reaction meanwhile keeps them (0: for ever)")
 	set.List(&c.CORSOrigins, "cors-origins", "CORS_ORIGINS", "", `comma-separated origins allowed to call the API from a browser ("*" for any; empty: no CORS headers)`)
 	set.List(&c.AllowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", `comma-separated origins whose pages may like, unlike, react, start sessions and erase likes through a browser, besides the API's own site ("*" for any; empty: CORS_ORIGINS)`)
@@ -319,6 +321,8 @@ func (c Config) validate() error {
 		return errors.New("request timeout must be positive")
 	case c.TimelineRetention < 0:
 		return fmt.Errorf("timeline retention %s must be 0 (none) or more", c.TimelineRetention)
+	case c.ReadBarrierGap < 0:
+		return fmt.Errorf("read barrier gap %s must not be negative", c.ReadBarrierGap)
 	case c.EmptyPostTTL < 0 || (c.EmptyPostTTL > 0 && c.EmptyPostTTL < time.Millisecond):
 		return fmt.Errorf("empty post ttl %s must be 0 (never) or at least 1ms", c.EmptyPostTTL)
 	case c.ReactionInterval < time.Millisecond:

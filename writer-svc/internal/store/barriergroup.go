@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// BarrierGap is the least time between the end of one read barrier on a primary and the start of
-// the next. Reads that ask meanwhile queue for the next barrier and share it, so however many
-// reads anyone sends, a primary gets at most one barrier (a SET and a WAIT, the SET written to
-// its AOF and sent to its replicas) per round trip plus BarrierGap from each writer: fewer than
-// 200 a second. A quiet read never waits for it (no barrier in flight or within the gap: its
-// barrier starts at once); under load a read waits at most this much more, small beside a
-// request's timeout (2 s) and a browser's round trip.
-const BarrierGap = 5 * time.Millisecond
+// The gap (Options.ReadBarrierGap, READ_BARRIER_GAP) is the least time between the end of one
+// read barrier on a primary and the start of the next. Reads that ask meanwhile queue for the next
+// barrier and share it, so however many reads anyone sends, a primary gets at most one barrier (a
+// SET and a WAIT, the SET written to its AOF and sent to its replicas) per round trip plus the gap
+// from each writer. The default is no gap: one barrier in flight per primary already makes many
+// reads share one, and a gap of 5 ms measured 0.70x the reads a second of no barrier sharing at
+// all, with a 4x p99, where no gap gave 1.3x at the same p99 (docs/BENCHMARKS.md, "What a read
+// costs"). A quiet read never waits for it: its barrier starts at once.
 
 // errBarriersClosed is the answer to a read that asks for confirmation after the store closed.
 var errBarriersClosed = errors.New("store closed")
@@ -29,7 +29,7 @@ type barrierCall func(ctx context.Context, until time.Time, acks int) error
 // its call is sent, and a read joins only once its data came back, so the barrier's SET is issued
 // after every member's data was read and the WAIT covers it. A read that comes while a barrier
 // is in flight therefore never joins that one: it joins the next, which starts when the one in
-// flight has ended and BarrierGap has passed. At most one barrier per primary is in flight and
+// flight has ended and the gap has passed. At most one barrier per primary is in flight and
 // one queued.
 //
 // A barrier belongs to all its members, so it runs in a goroutine of its own (the primary's
@@ -121,7 +121,7 @@ func (b *barriers) leave(bar *barrier) {
 	b.mu.Unlock()
 }
 
-// run is primary's runner: it runs the lane's barriers one after the other, BarrierGap apart, and
+// run is primary's runner: it runs the lane's barriers one after the other, the gap apart, and
 // exits when none is queued at the end of a gap, or, once the store closes, after failing the
 // queued one.
 func (b *barriers) run(primary string, l *lane) {

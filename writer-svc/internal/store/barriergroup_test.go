@@ -52,11 +52,15 @@ func answered(c <-chan error) bool { return len(c) > 0 }
 
 // TestReadJoinsOnlyABarrierThatStartsAfterIt: a read that asks while a barrier is in flight is
 // not confirmed by that barrier (its SET may predate what the read saw) but by the next, which
-// starts only once the one in flight has ended and BarrierGap has passed; the reads that queue
+// starts only once the one in flight has ended and testGap has passed; the reads that queue
 // meanwhile share that one call.
+// testGap is the gap the group is built with here, to show that it holds (the store's default is
+// none).
+const testGap = 5 * time.Millisecond
+
 func TestReadJoinsOnlyABarrierThatStartsAfterIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBarriers(BarrierGap)
+		b := newBarriers(testGap)
 		defer b.close()
 		f := newFakeBarrier()
 		first := confirmAsync(t.Context(), b, f)
@@ -84,10 +88,10 @@ func TestReadJoinsOnlyABarrierThatStartsAfterIt(t *testing.T) {
 			}
 		}
 		if f.calls() != 1 {
-			t.Fatalf("%d barriers before BarrierGap has passed; want 1", f.calls())
+			t.Fatalf("%d barriers before testGap has passed; want 1", f.calls())
 		}
 
-		time.Sleep(BarrierGap)
+		time.Sleep(testGap)
 		synctest.Wait()
 		if f.calls() != 2 {
 			t.Fatalf("%d barriers after the gap; want 2: the queued reads share one", f.calls())
@@ -110,7 +114,7 @@ func TestReadJoinsOnlyABarrierThatStartsAfterIt(t *testing.T) {
 // and the next read's barrier starts at once, without waiting.
 func TestQuietReadStartsItsBarrierAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBarriers(BarrierGap)
+		b := newBarriers(testGap)
 		defer b.close()
 		f := newFakeBarrier()
 		c := confirmAsync(t.Context(), b, f)
@@ -119,7 +123,7 @@ func TestQuietReadStartsItsBarrierAtOnce(t *testing.T) {
 		if err := <-c; err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(BarrierGap)
+		time.Sleep(testGap)
 		synctest.Wait() // the runner has exited: no lane left
 		start := time.Now()
 		c = confirmAsync(t.Context(), b, f)
@@ -139,7 +143,7 @@ func TestQuietReadStartsItsBarrierAtOnce(t *testing.T) {
 // reads get its answer, success or failure alike.
 func TestWaiterLeavesAtItsDeadlineOthersStay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBarriers(BarrierGap)
+		b := newBarriers(testGap)
 		defer b.close()
 		f := newFakeBarrier()
 		// A barrier in flight, so that the two reads queue for the next one together.
@@ -155,7 +159,7 @@ func TestWaiterLeavesAtItsDeadlineOthersStay(t *testing.T) {
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(BarrierGap)
+		time.Sleep(testGap)
 		synctest.Wait()
 		if f.calls() != 2 {
 			t.Fatalf("%d barriers; want 2", f.calls())
@@ -178,7 +182,7 @@ func TestWaiterLeavesAtItsDeadlineOthersStay(t *testing.T) {
 
 		// A failure is every member's.
 		failed := errors.New("2 replicas short")
-		time.Sleep(BarrierGap)
+		time.Sleep(testGap)
 		x := confirmAsync(t.Context(), b, f)
 		synctest.Wait()
 		y, z := confirmAsync(t.Context(), b, f), confirmAsync(t.Context(), b, f)
@@ -187,7 +191,7 @@ func TestWaiterLeavesAtItsDeadlineOthersStay(t *testing.T) {
 		if err := <-x; err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(BarrierGap)
+		time.Sleep(testGap)
 		synctest.Wait()
 		f.release <- failed
 		for _, ch := range []<-chan error{y, z} {
@@ -202,7 +206,7 @@ func TestWaiterLeavesAtItsDeadlineOthersStay(t *testing.T) {
 // sends nothing (a primary whose replicas lag would otherwise get one WAIT per request timeout).
 func TestAbandonedBarrierIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBarriers(BarrierGap)
+		b := newBarriers(testGap)
 		defer b.close()
 		f := newFakeBarrier()
 		first := confirmAsync(t.Context(), b, f)
@@ -216,7 +220,7 @@ func TestAbandonedBarrierIsNotSent(t *testing.T) {
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(BarrierGap)
+		time.Sleep(testGap)
 		synctest.Wait()
 		if f.calls() != 1 {
 			t.Errorf("%d barriers; want 1: the queued one lost all its reads", f.calls())
@@ -228,7 +232,7 @@ func TestAbandonedBarrierIsNotSent(t *testing.T) {
 // hang), waits for the runner, and refuses reads after it.
 func TestCloseEndsTheBarriers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBarriers(BarrierGap)
+		b := newBarriers(testGap)
 		f := newFakeBarrier()
 		inFlight := confirmAsync(t.Context(), b, f)
 		synctest.Wait()
@@ -251,7 +255,7 @@ func TestCloseEndsTheBarriers(t *testing.T) {
 // not hold up a read on another.
 func TestPrimariesHaveTheirOwnBarriers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBarriers(BarrierGap)
+		b := newBarriers(testGap)
 		defer b.close()
 		f, g := newFakeBarrier(), newFakeBarrier()
 		one := confirmAsync(t.Context(), b, f)

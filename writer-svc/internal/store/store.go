@@ -112,6 +112,9 @@ type Options struct {
 	// EmptyPostTTL is how long the keys of a post left at count 0 with no reactions live before
 	// they expire (changeScript, Empty posts); 0 keeps them for ever.
 	EmptyPostTTL time.Duration
+	// ReadBarrierGap is the least time between two read barriers on one primary (barriers); 0:
+	// the next starts as soon as the one in flight ends.
+	ReadBarrierGap time.Duration
 }
 
 // DefaultReactionInterval is Options.ReactionInterval's default: one reaction per person
@@ -137,7 +140,7 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options) *Store {
 	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, ackFn: o.Acks, grace: o.IndexGrace,
 		every: o.ReactionInterval, offset: o.ClockOffset, keep: int64(o.TimelineRetention / time.Second),
 		emptyTTL: o.EmptyPostTTL.Milliseconds(),
-		barriers: newBarriers(BarrierGap)}
+		barriers: newBarriers(max(o.ReadBarrierGap, 0))}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis
