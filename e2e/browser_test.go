@@ -237,7 +237,7 @@ func startPageStack(t *testing.T, posts string, writerEnv, fanoutEnv []string) p
 // startFanoutAt starts fanout-svc on addr, chosen before the writer started.
 func startFanoutAt(t *testing.T, addr, redisURL string, env ...string) *Proc {
 	t.Helper()
-	return StartProcAt(t, "fanout-svc", addr, append([]string{"REDIS_URL=" + redisURL}, env...)...)
+	return StartProcAt(t, "fanout-svc", addr, append([]string{"REDIS_URL=" + redisURL, noViewerCap}, env...)...)
 }
 
 // like sends a like (POST) or unlike (DELETE) to the writer as user and checks the stored count.

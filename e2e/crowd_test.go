@@ -209,7 +209,7 @@ func StartFanoutNoRace(t testing.TB, redisURL string, env ...string) *Proc {
 	t.Helper()
 	addr := freeport.Addr(t)
 	p := &Proc{Name: "fanout-svc", Addr: addr, URL: "http://" + addr, t: t, bin: noRaceBin(t, "fanout-svc"), logs: &lockedBuffer{}}
-	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "REDIS_URL="+redisURL), env...)
+	p.env = append(append(os.Environ(), "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "REDIS_URL="+redisURL, noViewerCap), env...)
 	p.start()
 	t.Cleanup(func() {
 		p.Stop(5 * time.Second)

@@ -97,8 +97,13 @@ func StartWriter(t testing.TB, redisURL string, env ...string) *Proc {
 
 // StartFanout starts fanout-svc against redisURL; env entries (KEY=VALUE) are added.
 func StartFanout(t testing.TB, redisURL string, env ...string) *Proc {
-	return StartProc(t, "fanout-svc", append([]string{"REDIS_URL=" + redisURL}, env...)...)
+	return StartProc(t, "fanout-svc", append([]string{"REDIS_URL=" + redisURL, noViewerCap}, env...)...)
 }
+
+// noViewerCap turns off the per-address stream cap (MAX_VIEWERS_PER_IP, 5000 by default) of the
+// nodes the suite starts: every viewer of the suite comes from 127.0.0.1, and the storm alone
+// opens 15,000. A test of the cap sets its own value after it (the last one wins).
+const noViewerCap = "MAX_VIEWERS_PER_IP=0"
 
 // StartProc starts binary name on a free loopback port with env and waits until /healthz answers.
 // The process is stopped (SIGTERM, then SIGKILL) when the test ends.

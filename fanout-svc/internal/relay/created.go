@@ -147,6 +147,14 @@ func (r *Relay) heard(post string) bool {
 	}
 }
 
+// subscribeCreated subscribes ps to the creations channel. A failure is counted, not returned:
+// go-redis remembers the channel and subscribes it with the connection it makes next.
+func (r *Relay) subscribeCreated(ctx context.Context, ps *redis.PubSub) {
+	if err := ps.Subscribe(ctx, r.keys.Created()); err != nil && ctx.Err() == nil {
+		r.stats.RedisErrors.Add(1)
+	}
+}
+
 // handleCreated takes a message of the creations channel. It never blocks.
 func (r *Relay) handleCreated(msg any) {
 	switch m := msg.(type) {

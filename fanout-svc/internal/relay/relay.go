@@ -59,7 +59,7 @@ type Relay struct {
 	confirmed map[string]bool            // channels confirmed at least once
 	absent    map[string]*absentPost     // posts viewers wait on that do not exist yet (created.go)
 
-	created      receiver      // the classic subscription to the creations channel, on any node
+	created      *receiver     // Cluster: the classic subscription to the creations channel, on any node (one Redis: on the bus's connection)
 	creations    creations     // waiting posts to subscribe or re-read
 	recheckEvery time.Duration // re-read every waiting post this often; 0: only after a reconnect
 
@@ -84,10 +84,12 @@ func New(client redis.UniversalClient, keys rediskeys.Scheme, sink Sink, log *za
 		resyncPending: make(map[string]struct{}),
 		resyncSignal:  make(chan struct{}, 1),
 	}
-	// Classic pub/sub on a Cluster too: a PUBLISH reaches every node's subscribers, so any node
-	// will do. go-redis keeps the channel and subscribes it again after each reconnect.
-	r.created = receiver{ps: client.Subscribe(context.Background()), log: log}
 	if cc, ok := client.(*redis.ClusterClient); ok {
+		// The creations channel is classic pub/sub on a Cluster too: a PUBLISH reaches every
+		// node's subscribers, so any node will do, on a connection of its own (the bus's are
+		// sharded, per master). go-redis subscribes it again after each reconnect. On one Redis
+		// the bus's one connection carries it (singleBus), so a node holds one pub/sub connection.
+		r.created = &receiver{ps: client.Subscribe(context.Background()), log: log}
 		r.bus = newClusterBus(r, cc)
 		r.recheckEvery = clusterRecheck
 	} else {
@@ -100,7 +102,7 @@ func New(client redis.UniversalClient, keys rediskeys.Scheme, sink Sink, log *za
 func (r *Relay) Stats() *Stats { return &r.stats }
 
 // Healthy reports whether the pub/sub connections answered recently.
-func (r *Relay) Healthy() bool { return r.bus.healthy() && r.created.up.Load() }
+func (r *Relay) Healthy() bool { return r.bus.healthy() && (r.created == nil || r.created.up.Load()) }
 
 // Subscribe subscribes to the post's channel and returns once Redis confirmed it. A post that does
 // not exist yet (no version) gets no channel: Subscribe returns at once and the relay subscribes
@@ -185,7 +187,7 @@ func (r *Relay) dropWaiter(ch string, w chan struct{}) {
 // Errors are counted in Stats and retried, never returned: Run ends only with ctx.
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(2)
 	go func() { // exits when ctx is done
 		defer wg.Done()
 		r.resyncLoop(ctx)
@@ -194,15 +196,15 @@ func (r *Relay) Run(ctx context.Context) {
 		defer wg.Done()
 		r.activateLoop(ctx)
 	}()
-	go func() { // exits when ctx is done, closing the subscription
-		defer wg.Done()
-		defer r.created.ps.Close()
-		if err := r.created.ps.Subscribe(ctx, r.keys.Created()); err != nil && ctx.Err() == nil {
-			// go-redis remembers the channel and subscribes it with the connection it makes next.
-			r.stats.RedisErrors.Add(1)
-		}
-		r.created.loop(ctx, &r.stats, r.handleCreated, nil)
-	}()
+	if r.created != nil {
+		wg.Add(1)
+		go func() { // exits when ctx is done, closing the subscription
+			defer wg.Done()
+			defer r.created.ps.Close()
+			r.subscribeCreated(ctx, r.created.ps)
+			r.created.loop(ctx, &r.stats, r.handleCreated, nil)
+		}()
+	}
 	r.bus.run(ctx)
 	wg.Wait()
 }

@@ -28,9 +28,27 @@ func (b *singleBus) unsubscribe(ctx context.Context, chs []string) {
 	}
 }
 
+// run also carries the creations channel (created.go) on the same connection, so that a node
+// holds one pub/sub connection to its Redis; its messages and confirmations go to handleCreated.
 func (b *singleBus) run(ctx context.Context) {
 	defer b.rc.ps.Close()
-	b.rc.loop(ctx, &b.r.stats, b.r.handle, nil)
+	created := b.r.keys.Created()
+	b.r.subscribeCreated(ctx, b.rc.ps)
+	b.rc.loop(ctx, &b.r.stats, func(msg any) {
+		switch m := msg.(type) {
+		case *redis.Message:
+			if m.Channel == created {
+				b.r.handleCreated(msg)
+				return
+			}
+		case *redis.Subscription:
+			if m.Channel == created {
+				b.r.handleCreated(msg)
+				return
+			}
+		}
+		b.r.handle(msg)
+	}, nil)
 }
 
 func (b *singleBus) healthy() bool { return b.rc.up.Load() }
