@@ -79,7 +79,7 @@ func (p probe) check(tg Target) error {
 		return fmt.Errorf("%s: %d, and its body neither ended nor closed within %v", p, code, wait(tg))
 	}
 	own := ownReply(resp, body)
-	if code >= 500 && code != http.StatusServiceUnavailable && !(own && code == http.StatusHTTPVersionNotSupported) {
+	if code >= 500 && code != http.StatusServiceUnavailable && (!own || code != http.StatusHTTPVersionNotSupported) {
 		return fmt.Errorf("%s: %d %.200q; want a 4xx, a 503 or a close", p, code, body)
 	}
 	if len(body) == 0 || own {

@@ -145,7 +145,7 @@ func awaitVerify(t *testing.T, s *Issuer, raw string, ok bool, what string) {
 	err := poll.For(10*time.Second, func() error {
 		_, err := s.Verify(ctx, raw)
 		if (err == nil) != ok {
-			return fmt.Errorf("%s: Verify = %v", what, err)
+			return fmt.Errorf("%s: Verify = %w", what, err)
 		}
 		return nil
 	})
