@@ -15,7 +15,7 @@ HELM := $(TOOLS)/helm-$(HELM_VERSION)
 # and the npm package @likes/client (package.json, likes.d.ts, tests, a typed example).
 CLIENT := fanout-svc/internal/web/static/client
 
-.PHONY: build test test-short fuzz vet lint rules js-test chart dist run ramp soak images-offline kube-offline kube-down clean
+.PHONY: build test test-short fuzz contract-fuzz vet lint rules js-test chart dist run ramp soak images-offline kube-offline kube-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./writer-svc ./fanout-svc ./loadgen ./slotmove
@@ -95,6 +95,11 @@ dist: js-test
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# contract-fuzz: the OpenAPI-driven fuzzer (e2e/contract) for 20,000 requests, before a release; make
+# test runs 10,000 or 45 s of it.
+contract-fuzz:
+	./scripts/contract-fuzz.sh
 
 run: build
 	./scripts/run.sh
