@@ -249,18 +249,7 @@ func trickle(t *testing.T, tg Target, start string) {
 	wg.Add(1)
 	go func() { // exits when stop closes or the server closes
 		defer wg.Done()
-		tick := time.NewTicker(tg.HeadTimeout / 10)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if _, err := c.Write([]byte("a")); err != nil {
-					return
-				}
-			}
-		}
+		trickleEvery(tg.HeadTimeout/10)(c, stop)
 	}()
 	defer func() { close(stop); wg.Wait() }()
 	_, err := io.Copy(io.Discard, c) // whatever it answers (408, 400 or nothing): it must close

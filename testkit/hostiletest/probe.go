@@ -113,8 +113,13 @@ func (p probe) String() string {
 
 // trickleBody sends a byte every tenth of every ReadTimeout, for as long as the server reads.
 func trickleBody(tg Target) func(c net.Conn, stop <-chan struct{}) {
+	return trickleEvery(max(tg.ReadTimeout, tg.HeadTimeout) / 10)
+}
+
+// trickleEvery sends a byte every interval until stop closes or a write fails (the server closed).
+func trickleEvery(every time.Duration) func(c net.Conn, stop <-chan struct{}) {
 	return func(c net.Conn, stop <-chan struct{}) {
-		tick := time.NewTicker(max(tg.ReadTimeout, tg.HeadTimeout) / 10)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {

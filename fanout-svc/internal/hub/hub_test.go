@@ -178,12 +178,36 @@ func TestNoPingForAViewerThatGotAFrame(t *testing.T) {
 // socket fills after a few frames.
 func stalledViewer(t *testing.T, h *Hub, post string) net.Conn {
 	t.Helper()
+	return addStalled(t, h, post, false)
+}
+
+// fullViewer is stalledViewer with its socket full before the hub takes it: small buffers alone
+// left room for hundreds of frames now and then (the kernel took 24 KB in 488 writes, and the
+// stall timeout never started), so a test that needs a full socket fills it itself. What the
+// client would read is garbage: for a test that never reads it.
+func fullViewer(t *testing.T, h *Hub, post string) net.Conn {
+	t.Helper()
+	return addStalled(t, h, post, true)
+}
+
+func addStalled(t *testing.T, h *Hub, post string, fill bool) net.Conn {
+	t.Helper()
 	held, _ := h.posts.Acquire(t.Context(), []string{post})
 	h.Reserve(0)
 	server, client := tcpPair(t)
 	_ = client.(*net.TCPConn).SetReadBuffer(1024)
 	raw, _ := server.(*net.TCPConn).SyscallConn()
 	_ = raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1024) })
+	if fill { // write until the kernel takes no more (a write deadline passes with bytes unsent)
+		chunk := make([]byte, 64<<10)
+		for {
+			_ = server.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := server.Write(chunk); err != nil {
+				break
+			}
+		}
+		_ = server.SetWriteDeadline(time.Time{})
+	}
 	_ = h.Add(Viewer{Conn: server, Posts: held, Snapshot: []update.Update{{PostID: post}}, Preamble: []byte(testPreamble)})
 	return client
 }
@@ -212,7 +236,7 @@ func TestStalledViewerDoesNotBlockOthersAndConverges(t *testing.T) {
 
 func TestStallTimeoutDropsViewer(t *testing.T) {
 	h, _ := newTestHub(t, Config{Loops: 1, StallTimeout: 50 * time.Millisecond, Heartbeat: 40 * time.Millisecond})
-	stalledViewer(t, h, "st")
+	fullViewer(t, h, "st")
 	poll.Until(t, 10*time.Second, "viewer counted", func() bool { return h.Stats().Viewers.Load() == 1 })
 	// Keep publishing until the socket has been full for longer than the stall timeout.
 	i := int64(0)

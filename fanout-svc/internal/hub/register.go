@@ -59,6 +59,13 @@ func (s *loop) register(nv *Viewer) {
 		s.doom(v)
 		return
 	}
-	s.write(v, buf, frames)
+	s.firstWrite(v, buf, frames)
 	s.fileDue(v)
+}
+
+// firstWrite is a new viewer's first write, recovered for v as the loop's other work for one
+// viewer is (recover.go).
+func (s *loop) firstWrite(v *viewer, b []byte, frames int64) {
+	defer s.recoverViewer(v)
+	s.write(v, b, frames)
 }
