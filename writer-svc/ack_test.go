@@ -180,3 +180,61 @@ func TestReadsWaitForTheReplicas(t *testing.T) {
 		t.Errorf("count once the replica is back: %s; want 2 (the unconfirmed like, now on the replica)", got.Raw)
 	}
 }
+
+// TestAckedStatesArePublishedOnceConfirmed runs a writer with REDIS_ACK_REPLICAS=1 on a primary
+// with one replica, and listens on the post's channel as a fanout node does. A confirmed like's
+// state is published. With the replica down, a like is answered 503 "unconfirmed" and its state
+// is not published: a viewer must not be shown a like a failover may take back. Once the replica
+// is back and has it, the writer's late publisher publishes it, with no retry needed. Before, the
+// script published the state before WAIT, the moment the primary had it.
+func TestAckedStatesArePublishedOnceConfirmed(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	primary := redistest.Start(t)
+	replica := redistest.StartReplica(t, primary)
+	w := startWriter(t, primary, trustHeader, "--redis-ack-replicas", "1", "--request-timeout", timeout.String())
+	sub := w.RDB.Subscribe(context.Background(), keys.Channel("pc"))
+	defer sub.Close()
+	if _, err := sub.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type message struct {
+		at      time.Time
+		payload string
+	}
+	got := make(chan message, 16)
+	go func() { // ends when sub closes its channel
+		for m := range sub.Channel() {
+			got <- message{time.Now(), m.Payload}
+		}
+	}()
+	next := func(what string) message {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no state published within 10 s: %s", what)
+			return message{}
+		}
+	}
+
+	wantLike(t, w.like(t, "pc", "alice"), "pc", 1, true)
+	if m := next("alice's confirmed like"); !strings.Contains(m.payload, `"count":1,`) {
+		t.Errorf("published %s; want count 1", m.payload)
+	}
+
+	replica.Kill()
+	if got := w.like(t, "pc", "bob"); got.Status != http.StatusServiceUnavailable || got.Body["unconfirmed"] != true {
+		t.Fatalf("like with the replica down: %d %s; want 503 unconfirmed", got.Status, got.Raw)
+	}
+	back := time.Now()
+	replica.Restart()
+	replica.WaitReplicating(t)
+	m := next("bob's like, once the replica has it")
+	if m.at.Before(back) {
+		t.Errorf("bob's unconfirmed like was published %s before the replica came back: %s", back.Sub(m.at), m.payload)
+	}
+	if !strings.Contains(m.payload, `"count":2,`) {
+		t.Errorf("published %s once confirmed; want count 2", m.payload)
+	}
+}

@@ -63,7 +63,7 @@ const cluster = "+cluster|slots +cluster|shards +cluster|nodes +cluster|info +re
 func dataRules(prefix string) map[string]string {
 	return map[string]string{
 		Writer: fmt.Sprintf("~%[1]s* &%[1]s* +@all -@admin -@dangerous +info", prefix),
-		Fanout: fmt.Sprintf("%%R~%[1]s{*}:count %%R~%[1]s{*}:ver %%R~%[1]s{*}:rx ~%[1]s{*}:w:* &%[1]s{*}:ch &%[1]screated "+
+		Fanout: fmt.Sprintf("%%R~%[1]s{*}:count %%R~%[1]s{*}:ver %%R~%[1]s{*}:rx %%R~%[1]sepoch ~%[1]s{*}:w:* &%[1]s{*}:ch &%[1]screated "+
 			"-@all %[2]s %[3]s +get +mget +hgetall +incrby +pexpire "+
 			"+subscribe +ssubscribe +unsubscribe +sunsubscribe +info",
 			prefix, connection, cluster),

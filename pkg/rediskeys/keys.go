@@ -98,6 +98,11 @@ func (s Scheme) UserLikes(userID string) string { return s.Prefix + "user-likes:
 // reply) answers the first run's results instead of applying itself again.
 func (s Scheme) Batch(postID, batchID string) string { return s.post(postID, ":b:"+batchID) }
 
+// Epoch holds "<replication id> <epoch>": the primary that last stored a change and the epoch it
+// stored it in (package epoch). One key per Redis: on a Cluster no script could touch it with a
+// post's keys, and Cluster versions have no epoch.
+func (s Scheme) Epoch() string { return s.Prefix + "epoch" }
+
 // ReadBarrier is the key a writer sets before WAIT to confirm a read (store.ConfirmRead): the
 // write makes WAIT cover everything the primary held when the read ran. PostReadBarrier is the
 // same in the post's hash slot, for the master that serves the post on a Cluster.

@@ -18,6 +18,11 @@ type Update struct {
 	// microseconds that separate two changes in one tick) to the Redis clock in unix
 	// microseconds when the change was stored. It orders a post's updates and measures latency.
 	TS int64 `json:"ts"`
+	// Epoch counts the primary changes of the post's Redis before the change was read or stored
+	// (package epoch): 0 until the first failover, and omitted from the wire while it is 0. A
+	// failover may discard changes the old primary made, and with them versions its successor never
+	// reaches again; the epoch orders the successor's states after them (Version).
+	Epoch int64 `json:"epoch,omitempty"`
 	// Reactions is the post's reaction counts as one JSON object of kind to count, in the
 	// writer's form ({"clap":12,"heart":3}, kinds in byte order), or nil for a post without
 	// reactions. It is kept as the bytes the writer published, never decoded: a fanout node only
@@ -31,6 +36,7 @@ type wire struct {
 	PostID    string          `json:"post_id"`
 	Count     int64           `json:"count"`
 	TS        int64           `json:"ts"`
+	Epoch     int64           `json:"epoch"`
 	Reactions json.RawMessage `json:"reactions"`
 }
 
@@ -38,8 +44,9 @@ type wire struct {
 var ErrMalformed = errors.New("malformed update")
 
 // AppendJSON appends u's wire form, what the writer publishes:
-// {"post_id":"42","count":123,"ts":1700000000000000} and, for a post with reactions,
-// ,"reactions":{"clap":12} before the closing brace. Post ids are validated to need no JSON
+// {"post_id":"42","count":123,"ts":1700000000000000}, with ,"epoch":2 after the ts once the
+// epoch is not 0, and, for a post with reactions, ,"reactions":{"clap":12} before the closing
+// brace. Post ids are validated to need no JSON
 // escaping (package ids), so none is done here.
 func (u Update) AppendJSON(dst []byte) []byte {
 	dst = u.appendCount(dst)
@@ -68,7 +75,7 @@ func (u Update) AppendReactions(dst []byte) []byte {
 	}
 	dst = append(dst, infixTS...)
 	dst = strconv.AppendInt(dst, u.TS, 10)
-	return append(dst, '}')
+	return append(u.appendEpoch(dst), '}')
 }
 
 func (u Update) appendCount(dst []byte) []byte {
@@ -77,16 +84,41 @@ func (u Update) appendCount(dst []byte) []byte {
 	dst = append(dst, infixCount...)
 	dst = strconv.AppendInt(dst, u.Count, 10)
 	dst = append(dst, infixTS...)
-	return strconv.AppendInt(dst, u.TS, 10)
+	return u.appendEpoch(strconv.AppendInt(dst, u.TS, 10))
+}
+
+func (u Update) appendEpoch(dst []byte) []byte {
+	if u.Epoch == 0 {
+		return dst
+	}
+	return strconv.AppendInt(append(dst, infixEpoch...), u.Epoch, 10)
 }
 
 // Newer reports whether u supersedes old (a later version of the same post).
-func (u Update) Newer(old Update) bool { return u.TS > old.TS }
+func (u Update) Newer(old Update) bool { return u.Version() > old.Version() }
+
+// Version orders a post's states across failovers: its epoch, then its ts, in one number, which
+// is also a stream's event id. The ts takes the low TSBits bits (microseconds until the year
+// 2112), the epoch the bits above (saturated at MaxEpoch), so that with epoch 0 the version is
+// the ts itself: ids and resumes from before epochs read the same.
+func (u Update) Version() int64 { return Version(u.Epoch, u.TS) }
+
+// TSBits and MaxEpoch lay out Version.
+const (
+	TSBits   = 52
+	MaxEpoch = 1<<(63-TSBits) - 1
+)
+
+// Version is Update.Version of a state with epoch e and ts ts.
+func Version(e, ts int64) int64 {
+	return min(max(e, 0), MaxEpoch)<<TSBits | ts&(1<<TSBits-1)
+}
 
 var (
 	prefixPost     = []byte(`{"post_id":"`)
 	infixCount     = []byte(`","count":`)
 	infixTS        = []byte(`,"ts":`)
+	infixEpoch     = []byte(`,"epoch":`)
 	infixReactions = []byte(`,"reactions":`)
 )
 
@@ -102,7 +134,7 @@ func Parse(b []byte) (Update, error) {
 	if err := json.Unmarshal(b, &w); err != nil || w.PostID == "" {
 		return Update{}, ErrMalformed
 	}
-	u := Update{PostID: w.PostID, Count: w.Count, TS: w.TS}
+	u := Update{PostID: w.PostID, Count: w.Count, TS: w.TS, Epoch: w.Epoch}
 	if len(w.Reactions) > 0 && string(w.Reactions) != "null" {
 		var buf bytes.Buffer
 		if w.Reactions[0] != '{' || json.Compact(&buf, w.Reactions) != nil {
@@ -149,66 +181,68 @@ func parseFast(b []byte) (Update, bool) {
 	if i <= 0 || bytes.IndexByte(rest[:i], '\\') >= 0 {
 		return Update{}, false
 	}
-	count, ts, rx, ok := parseTail(rest[i:])
+	count, ts, epoch, rx, ok := parseTail(rest[i:])
 	if !ok {
 		return Update{}, false
 	}
-	u := Update{PostID: string(rest[:i]), Count: count, TS: ts}
+	u := Update{PostID: string(rest[:i]), Count: count, TS: ts, Epoch: epoch}
 	if len(rx) > 0 {
 		u.Reactions = string(rx)
 	}
 	return u, true
 }
 
-// parseTail parses `","count":N,"ts":M}` exactly, or `","count":N,"ts":M,"reactions":{...}}`
-// with an object of one line (not otherwise checked: the writer's script writes it), which it
-// returns aliasing b.
-func parseTail(b []byte) (count, ts int64, reactions []byte, ok bool) {
-	rest, ok := bytes.CutPrefix(b, infixCount)
-	if !ok {
-		return 0, 0, nil, false
-	}
-	count, rest, ok = parseInt(rest)
-	if !ok {
-		return 0, 0, nil, false
-	}
-	rest, ok = bytes.CutPrefix(rest, infixTS)
-	if !ok {
-		return 0, 0, nil, false
-	}
-	ts, rest, ok = parseInt(rest)
+// parseTail parses `","count":N,"ts":M}` exactly, with `,"epoch":E` after M or not, and
+// `,"reactions":{...}` before the closing brace or not: an object of one line (not otherwise
+// checked: the writer's script writes it), which it returns aliasing b.
+func parseTail(b []byte) (count, ts, epoch int64, reactions []byte, ok bool) {
+	count, ts, epoch, rest, ok := parseHead(b)
 	switch {
 	case !ok:
-		return 0, 0, nil, false
+		return 0, 0, 0, nil, false
 	case len(rest) == 1 && rest[0] == '}':
-		return count, ts, nil, true
+		return count, ts, epoch, nil, true
 	}
 	rx, ok := bytes.CutPrefix(rest, infixReactions)
 	if !ok || len(rx) < 3 || rx[0] != '{' || rx[len(rx)-2] != '}' || rx[len(rx)-1] != '}' ||
 		bytes.ContainsAny(rx, "\r\n") {
-		return 0, 0, nil, false
+		return 0, 0, 0, nil, false
 	}
 	if rx = rx[:len(rx)-1]; len(rx) == 2 { // {}
 		rx = nil
 	}
-	return count, ts, rx, true
+	return count, ts, epoch, rx, true
 }
 
-// parseNumbers parses `","count":N,"ts":M}` exactly.
-func parseNumbers(b []byte) (count, ts int64, ok bool) {
-	rest, ok := bytes.CutPrefix(b, infixCount)
+// parseHead parses `","count":N,"ts":M` and `,"epoch":E` if it follows, and returns the rest.
+func parseHead(b []byte) (count, ts, epoch int64, rest []byte, ok bool) {
+	rest, ok = bytes.CutPrefix(b, infixCount)
 	if !ok {
-		return 0, 0, false
+		return 0, 0, 0, nil, false
 	}
 	count, rest, ok = parseInt(rest)
 	if !ok {
-		return 0, 0, false
+		return 0, 0, 0, nil, false
 	}
 	rest, ok = bytes.CutPrefix(rest, infixTS)
 	if !ok {
-		return 0, 0, false
+		return 0, 0, 0, nil, false
 	}
-	ts, rest, ok = parseInt(rest)
+	if ts, rest, ok = parseInt(rest); !ok {
+		return 0, 0, 0, nil, false
+	}
+	if e, found := bytes.CutPrefix(rest, infixEpoch); found {
+		if epoch, rest, ok = parseInt(e); !ok {
+			return 0, 0, 0, nil, false
+		}
+	}
+	return count, ts, epoch, rest, true
+}
+
+// parseNumbers parses `","count":N,"ts":M}` exactly, with `,"epoch":E` after M or not: its
+// readers measure latency from the ts, which the epoch does not change.
+func parseNumbers(b []byte) (count, ts int64, ok bool) {
+	count, ts, _, rest, ok := parseHead(b)
 	if !ok || len(rest) != 1 || rest[0] != '}' {
 		return 0, 0, false
 	}

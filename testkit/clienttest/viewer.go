@@ -117,11 +117,11 @@ func (v *Viewer) handle(e *sse.Event) {
 		return
 	}
 	v.events++
-	if old, ok := v.versions[u.PostID]; ok && u.TS <= old {
+	if old, ok := v.versions[u.PostID]; ok && u.Version() <= old {
 		v.backwards++
 		return
 	}
-	v.versions[u.PostID] = u.TS
+	v.versions[u.PostID] = u.Version()
 	v.counts[u.PostID] = u.Count
 }
 

@@ -93,7 +93,7 @@ func (s *loop) addToBatch(sp *loopPost, f *posts.Frame) {
 	if !sp.inBatch {
 		sp.inBatch = true
 		sp.batch, sp.batchFrames = sp.batch[:0], 0
-		sp.batchFirstTS = f.Update.TS
+		sp.batchFirstTS, sp.batchFirst = f.Update.TS, f.Version
 		s.batch.posts = append(s.batch.posts, sp)
 		if s.cfg.FlushWindow > 0 && s.batch.flushAt == 0 {
 			s.batch.flushAt = s.now + int64(s.cfg.FlushWindow)
@@ -102,7 +102,7 @@ func (s *loop) addToBatch(sp *loopPost, f *posts.Frame) {
 	if sp.batchFrames >= s.cfg.MaxBatchFrames {
 		s.counts.conflated += int64(sp.batchFrames * len(sp.members))
 		sp.batch, sp.batchFrames = sp.batch[:0], 0
-		sp.batchFirstTS = f.Update.TS
+		sp.batchFirstTS, sp.batchFirst = f.Update.TS, f.Version
 	}
 	sp.batch = append(sp.batch, f.Bytes...)
 	sp.batchFrames++
@@ -201,12 +201,12 @@ func batchBytes(v *viewer, i int) ([]byte, int64) {
 	sl := &v.links[i]
 	sp := sl.sp
 	cur := sp.current
-	if cur == nil || cur.Update.TS <= sl.sent {
+	if cur == nil || cur.Version <= sl.sent {
 		return nil, 0
 	}
 	prev := sl.sent
-	sl.sent = cur.Update.TS
-	if prev >= sp.batchFirstTS || sp.batchFrames == 0 {
+	sl.sent = cur.Version
+	if prev >= sp.batchFirst || sp.batchFrames == 0 {
 		return cur.Bytes, 1
 	}
 	return sp.batch, int64(sp.batchFrames)

@@ -96,13 +96,13 @@ func (s *loop) give(sp *loopPost, m member) {
 	v, f := m.v, sp.current
 	sl := &v.links[m.link]
 	switch {
-	case v.doomed || f == nil || f.Update.TS <= sl.sent:
+	case v.doomed || f == nil || f.Version <= sl.sent:
 		return
 	case v.blocked():
 		s.owe(v, m.link)
 		return
 	}
-	sl.sent = f.Update.TS
+	sl.sent = f.Version
 	b := f.Bytes
 	if v.watching != 0 {
 		b = s.appendOwed(v, append(s.scratch[:0], b...), 1)

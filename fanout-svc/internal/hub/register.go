@@ -39,7 +39,7 @@ func (s *loop) register(nv *Viewer) {
 		} else {
 			lf = nil
 		}
-		v.links[i].sent = state.TS
+		v.links[i].sent = state.Version()
 		if nv.Resume != nil && !nv.Resume(i, state) {
 			continue
 		}

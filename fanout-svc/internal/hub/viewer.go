@@ -56,7 +56,8 @@ type loopPost struct {
 	// kind: ids are versions on all of them).
 	inBatch      bool
 	batch        []byte
-	batchFirstTS int64
+	batchFirstTS int64 // its first frame's ts, for the delivery latency
+	batchFirst   int64 // and its version, for what a viewer already has
 	batchFrames  int
 
 	// Display rate (display.go) and pacing (pace.go).

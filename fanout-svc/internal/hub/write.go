@@ -75,9 +75,9 @@ func (s *loop) flushViewer(v *viewer) {
 	for d := v.dirty; d != 0; d &= d - 1 {
 		i := bits.TrailingZeros64(d)
 		sl := &v.links[i]
-		if f := sl.sp.current; f != nil && f.Update.TS > sl.sent {
+		if f := sl.sp.current; f != nil && f.Version > sl.sent {
 			buf = append(buf, f.Bytes...)
-			sl.sent = f.Update.TS
+			sl.sent = f.Version
 			frames++
 		}
 	}

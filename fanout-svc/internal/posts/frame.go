@@ -14,24 +14,26 @@ import (
 // the last id it saw), so that one frame is the post's whole state and a slow viewer who gets only
 // the newest frame misses nothing.
 type Frame struct {
-	Update update.Update
-	Seq    uint64 // position in the post's sequence of frames
-	Bytes  []byte // what every viewer of the post receives, single- and multi-post streams alike
+	Update  update.Update
+	Version int64  // Update.Version(), what viewers' resume points and the hub's order compare
+	Seq     uint64 // position in the post's sequence of frames
+	Bytes   []byte // what every viewer of the post receives, single- and multi-post streams alike
 }
 
 // NewFrame encodes u.
 func NewFrame(u update.Update) *Frame {
 	b := AppendFrame(make([]byte, 0, 112+2*len(u.Reactions)), u)
-	return &Frame{Update: u, Bytes: b[:len(b):len(b)]}
+	return &Frame{Update: u, Version: u.Version(), Bytes: b[:len(b):len(b)]}
 }
 
-// AppendFrame appends u's events: the count event with the version as its id, and the reactions
-// event when the post has reactions.
+// AppendFrame appends u's events: the count event with the version (update.Update.Version: the ts
+// until the first failover, then the epoch above it) as its id, and the reactions event when the
+// post has reactions.
 func AppendFrame(dst []byte, u update.Update) []byte {
 	var idBuf [20]byte
 	var dataBuf [128]byte
 	data := u.AppendCount(dataBuf[:0])
-	dst = sse.AppendEvent(dst, strconv.AppendInt(idBuf[:0], u.TS, 10), sse.EventCount, data)
+	dst = sse.AppendEvent(dst, strconv.AppendInt(idBuf[:0], u.Version(), 10), sse.EventCount, data)
 	if u.Reactions != "" {
 		dst = sse.AppendEvent(dst, nil, sse.EventReactions, u.AppendReactions(data[:0]))
 	}

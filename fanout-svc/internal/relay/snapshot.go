@@ -10,25 +10,38 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/epoch"
 	"github.com/likes/likes/pkg/ids"
 	"github.com/likes/likes/pkg/update"
 )
 
 // Snapshot reads the current count, version and reactions of each post in one pipeline (one
 // MGET and one HGETALL per post: a post's keys share a hash slot, so this works on Redis Cluster
-// too). A post never liked reads as count 0, version 0.
+// too), and on one Redis the epoch of the primary it read them from (package epoch: an INFO and
+// a GET for the whole pipeline), so that a state read from a new primary after a failover orders
+// after what the old one showed. A post never liked reads as count 0, version 0.
 func (r *Relay) Snapshot(ctx context.Context, posts []string) ([]update.Update, error) {
 	cmds := make([]*redis.SliceCmd, len(posts))
 	rx := make([]*redis.MapStringStringCmd, len(posts))
+	var ep func() (int64, error)
 	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if !r.isCluster() {
+			ep = epoch.Queue(ctx, p, r.keys.Epoch())
+		}
 		for i, post := range posts {
 			cmds[i] = p.MGet(ctx, r.keys.Count(post), r.keys.Version(post))
 			rx[i] = p.HGetAll(ctx, r.keys.Reactions(post))
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) { // Nil: the epoch's GET of a Redis no change reached
 		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	var e int64
+	if ep != nil {
+		if e, err = ep(); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
 	}
 	out := make([]update.Update, len(posts))
 	for i, cmd := range cmds {
@@ -42,7 +55,7 @@ func (r *Relay) Snapshot(ctx context.Context, posts []string) ([]update.Update, 
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %w", posts[i], err)
 		}
-		out[i] = update.Update{PostID: posts[i], Count: count, TS: ver, Reactions: reactions}
+		out[i] = update.Update{PostID: posts[i], Count: count, TS: ver, Epoch: e, Reactions: reactions}
 	}
 	return out, nil
 }
@@ -82,4 +95,10 @@ func intValue(vals []any, i int) (int64, error) {
 		return 0, fmt.Errorf("unexpected %T", vals[i])
 	}
 	return strconv.ParseInt(s, 10, 64)
+}
+
+// isCluster reports whether the relay reads a Redis Cluster, whose versions have no epoch.
+func (r *Relay) isCluster() bool {
+	_, ok := r.client.(*redis.ClusterClient)
+	return ok
 }

@@ -41,7 +41,7 @@ func (r streamRequest) resume() func(int, update.Update) bool {
 		return nil
 	}
 	after := r.after
-	return func(_ int, u update.Update) bool { return u.TS > after }
+	return func(_ int, u update.Update) bool { return u.Version() > after }
 }
 
 // singleRequest reads GET /sse/{post}: the post from the path, the resume id from the
@@ -58,8 +58,8 @@ func singleRequest(post, rawQuery, lastID string) (streamRequest, error) {
 }
 
 // minVersionID tells the two forms of a single-post stream's id apart. The id is the post's
-// version (its updates' ts, Redis microseconds: about 1.8e15 in 2026, never less once a post has
-// changed); before reactions it was the like count, which a post would need 10^15 likes to
+// version (update.Update.Version: its updates' ts, Redis microseconds, about 1.8e15 in 2026 and
+// never less once a post has changed, with the epoch above it after a failover); before reactions it was the like count, which a post would need 10^15 likes to
 // reach. A resume with a count (an EventSource that connected before the change) cannot tell
 // whether the reactions moved since, so it gets the full snapshot, like a first connect.
 const minVersionID = 1_000_000_000_000_000

@@ -19,6 +19,9 @@ type readPost struct {
 	Count  int64  `json:"count"`
 	Liked  bool   `json:"liked"`
 	TS     int64  `json:"ts"`
+	// Epoch is the epoch of the primary read (0 until its first failover, and then left out):
+	// clients order a post's states by epoch, then ts (update.Update.Version).
+	Epoch int64 `json:"epoch,omitempty"`
 	// Reactions is the count of each kind the post has had ({} for none), kinds in byte order.
 	Reactions map[string]int64 `json:"reactions"`
 }
@@ -28,6 +31,7 @@ type countPost struct {
 	PostID string `json:"post_id"`
 	Count  int64  `json:"count"`
 	TS     int64  `json:"ts"`
+	Epoch  int64  `json:"epoch,omitempty"` // as in readPost
 	// Reactions is as in readPost.
 	Reactions map[string]int64 `json:"reactions"`
 }
@@ -79,14 +83,14 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, identified bool) 
 	if identified {
 		out := readReply[readPost]{Posts: make([]readPost, len(states))}
 		for i, s := range states {
-			out.Posts[i] = readPost{PostID: s.PostID, Count: s.Count, Liked: s.Liked, TS: s.Version, Reactions: s.Reactions}
+			out.Posts[i] = readPost{PostID: s.PostID, Count: s.Count, Liked: s.Liked, TS: s.Version, Epoch: s.Epoch, Reactions: s.Reactions}
 		}
 		serve.JSON(w, http.StatusOK, out)
 		return
 	}
 	out := readReply[countPost]{Posts: make([]countPost, len(states))}
 	for i, s := range states {
-		out.Posts[i] = countPost{PostID: s.PostID, Count: s.Count, TS: s.Version, Reactions: s.Reactions}
+		out.Posts[i] = countPost{PostID: s.PostID, Count: s.Count, TS: s.Version, Epoch: s.Epoch, Reactions: s.Reactions}
 	}
 	serve.JSON(w, http.StatusOK, out)
 }

@@ -33,7 +33,10 @@ func (s *Store) replicasToAck() int {
 }
 
 // runAcked runs the script and then WAIT acks on the same connection, in one round trip
-// (a pipeline). WAIT counts the replicas that have this connection's last write, so it must
+// (a pipeline), and once the replicas confirmed it, publishes the post's state the script
+// returned (mode D: the script publishes nothing itself), so that viewers are shown only states
+// the replicas have: one round trip more per batch. A batch they did not confirm goes to the late
+// publisher (late.go). WAIT counts the replicas that have this connection's last write, so it must
 // follow the script on its connection; on a Cluster the pipeline therefore goes to a node client
 // (primary: see primaryFor), because the cluster client would send a keyless WAIT to any node. A
 // node client follows no redirection, so run (run.go) follows MOVED and ASK itself and passes
@@ -53,12 +56,24 @@ func (s *Store) runAcked(ctx context.Context, primary *redis.Client, asking bool
 		s.lostNode(err)
 		return nil, err
 	}
+	post, _ := args[0].(string)
 	n, err := acked.Int64()
 	if err != nil {
+		s.late.add(s, post) // its state, if it changed, is shown once replicas have it
 		return nil, fmt.Errorf("%w: wait: %w", ErrNotReplicated, err)
 	}
 	if n < int64(acks) {
+		s.late.add(s, post)
 		return nil, fmt.Errorf("%w: %d of %d replicas within %s", ErrNotReplicated, n, acks, wait.Round(time.Millisecond))
+	}
+	if len(reply) == 7 {
+		if state, _ := reply[6].(string); state != "" {
+			// Confirmed: now its viewers may see it. A publish that fails leaves the post to the
+			// late publisher, which shows its state once it can.
+			if err := primary.Do(ctx, s.publish, keys[2], state).Err(); err != nil {
+				s.late.add(s, post)
+			}
+		}
 	}
 	return reply, nil
 }

@@ -59,6 +59,7 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 		}
 	}
 	buckets, gates := limits(likes)
+	acks := s.replicasToAck() // one answer for the whole batch: its calls and its publish agree
 	guess := s.chunks.get(post)
 	var unliked []int64
 	reread := slices.ContainsFunc(likes, func(c Change) bool { return c.Unlike })
@@ -69,8 +70,8 @@ func (s *Store) Apply(ctx context.Context, post string, changes []Change) ([]Res
 				return nil, err
 			}
 		}
-		keys, args := s.call(post, likes, reactions, guess, unliked, redisCutoff, buckets, gates)
-		reply, err := s.run(ctx, keys, args, cutoff) // again while the post's slot moves: redirect.go
+		keys, args := s.call(post, likes, reactions, guess, unliked, redisCutoff, buckets, gates, acks > 0)
+		reply, err := s.run(ctx, keys, args, cutoff, acks) // again while the post's slot moves: redirect.go
 		if err != nil {
 			return nil, scriptError(err)
 		}
@@ -161,7 +162,7 @@ func callAgain(reply []any) (code, cur int64, again bool) {
 
 // call lays out one script call's KEYS and ARGV as changeScript documents them.
 func (s *Store) call(post string, changes, reactions []Change, guess int64, unliked []int64, cutoff time.Time,
-	buckets []ratelimit.Bucket, gates []int) ([]string, []any) {
+	buckets []ratelimit.Bucket, gates []int, deferred bool) ([]string, []any) {
 	n, m, r, q := len(changes), len(unliked), len(reactions), len(buckets)
 	keys := make([]string, 7, 7+n+m+n+1+r+q)
 	keys[0], keys[1], keys[2] = s.keys.Count(post), s.keys.Version(post), s.keys.Channel(post)
@@ -204,11 +205,28 @@ func (s *Store) call(post string, changes, reactions []Change, guess int64, unli
 		args = append(args, b.Interval, b.Burst)
 	}
 	args = append(args, appendGates(make([]byte, 0, 4*len(gates)), gates))
-	args = append(args, s.emptyTTL)
+	args = append(args, s.emptyTTL, s.mode(deferred))
 	if s.keep > 0 {
 		keys, args = s.timeline(post, reactions, keys, args)
 	}
+	if !s.cluster {
+		keys = append(keys, s.keys.Epoch()) // last: the script finds it at KEYS[#KEYS]
+	}
 	return keys, args
+}
+
+// mode is the script's mode argument: E when the epoch key is the call's last key (one Redis:
+// on a Cluster no script could reach it with the post's keys), D when the batch's replicas must
+// confirm it before its state is published (the store publishes it after WAIT: ack.go).
+func (s *Store) mode(deferred bool) string {
+	m := ""
+	if !s.cluster {
+		m = "E"
+	}
+	if deferred {
+		m += "D"
+	}
+	return m
 }
 
 // timeline appends the current minute's timeline keys and arguments (changeScript): the series of

@@ -218,7 +218,7 @@ func TestScriptAsksForUnlikedChunks(t *testing.T) {
 	}
 
 	got, err = run("b2", 0)
-	if err != nil || len(got) != 6 || got[0] != int64(300) || got[1] != "11" || got[2] != cur {
+	if err != nil || len(got) != 7 || got[0] != int64(300) || got[1] != "11" || got[2] != cur {
 		t.Fatalf("the same batch with chunk 0 declared: %#v, %v; want {300, \"11\", %d}", got, err, cur)
 	}
 	users = append(slices.DeleteFunc(users, func(u string) bool { return u == "u0" }), "new")

@@ -37,6 +37,7 @@ func TestClusterModeUsesShardedPublish(t *testing.T) {
 	// With a replica to wait for, the script and WAIT go to the post's master (this node has no
 	// replica): the like is stored there and not confirmed.
 	acked := store.New(rdb, storetest.Keys, store.Options{Cluster: true, AckReplicas: 1})
+	t.Cleanup(acked.Close) // its late publisher (late.go)
 	soon, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	if _, err := acked.Like(soon, "42", "bob"); !errors.Is(err, store.ErrNotReplicated) {

@@ -88,7 +88,10 @@ func (s *Store) confirmMasters(ctx context.Context, acks int, posts []string) er
 
 // Close stops the read barriers: those in flight and queued fail, and their runners have exited
 // when it returns. The store must not be used after.
-func (s *Store) Close() { s.barriers.close() }
+func (s *Store) Close() {
+	s.barriers.close()
+	s.late.close()
+}
 
 // readBarrier writes key on primary and waits, in the same pipeline, until acks replicas have
 // that write, giving WAIT until until (waitTimeout, as a batch's WAIT).

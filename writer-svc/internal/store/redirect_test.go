@@ -31,6 +31,7 @@ func TestLikeWaitsOutSlotMove(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := store.New(cc, storetest.Keys, store.Options{Cluster: true, AckReplicas: tt.acks})
+			t.Cleanup(s.Close) // its late publisher (late.go)
 			if err := s.Load(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -37,8 +37,8 @@ func Settled(err error) bool {
 // is a re-run's, which has none). gates are the changes' bucket numbers as sent (limits). A reply
 // of another shape is an error, never a panic: the flusher that calls this serves a whole post.
 func results(reply []any, changes []Change, reactions int, gates []int) (likes, reacts []Result, chunk int64, err error) {
-	if len(reply) != 6 {
-		return nil, nil, 0, fmt.Errorf("%w: %d values; want a count, flags, a chunk, reactions, a version and buckets", errReply, len(reply))
+	if len(reply) != 7 {
+		return nil, nil, 0, fmt.Errorf("%w: %d values; want a count, flags, a chunk, reactions, a version, buckets and a state", errReply, len(reply))
 	}
 	count, ok := reply[0].(int64)
 	if !ok {

@@ -15,14 +15,14 @@ import (
 // attempt's. On the acknowledged path it resolves the node to send to once per redirection: the
 // key's master, the node a MOVED or ASK named, and after a TRYAGAIN from a node it was ASKed to,
 // that node again (it imports the slot and will serve it first).
-func (s *Store) run(ctx context.Context, keys []string, args []any, cutoff time.Time) ([]any, error) {
+func (s *Store) run(ctx context.Context, keys []string, args []any, cutoff time.Time, acks int) ([]any, error) {
 	var to redirect
 	var node *redis.Client // the acknowledged path's node for to; nil: resolve it
 	redirected := false    // the attempt before this one was redirected without a pause
 	for attempt := 0; ; attempt++ {
 		var reply []any
 		var err error
-		if acks := s.replicasToAck(); acks > 0 {
+		if acks > 0 {
 			if node == nil {
 				if node, err = s.primaryFor(ctx, keys[0], to.addr); err != nil {
 					return nil, err

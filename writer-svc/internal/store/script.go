@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/epoch"
 	"github.com/likes/likes/writer-svc/internal/ratelimit"
 )
 
@@ -160,30 +161,45 @@ const LikersChunk = 128
 // timestamp as 1.7e+15. A double holds integers exactly up to 2^53, so microseconds (~2^51 today)
 // are exact. An unlike never takes the count below 0 (a count out of step with the dedup keys
 // heals instead of going negative).
-var changeScript = redis.NewScript(ratelimit.LuaGCRA + `
+var changeScript = redis.NewScript(ratelimit.LuaGCRA + epoch.Lua + luaPayload + `
+local function kbOf(n, m)
+  if ARGV[7 + m + n] == '1' then return 7 + n + m + n end
+  return 7 + n + m
+end
+local ops = ARGV[3]
+local n = #ops
+local m = tonumber(ARGV[6])
+local r = tonumber(ARGV[8 + m + n])
+local la = 10 + m + n + r
+local q = tonumber(ARGV[la]) or 0
+local mode = ARGV[la + 2 * q + 3] or ''
+local withEpoch, deferred = string.find(mode, 'E', 1, true) ~= nil, string.find(mode, 'D', 1, true) ~= nil
+local function payload(v, cnt)
+  local ek = false
+  if withEpoch then ek = KEYS[#KEYS] end
+  return statePayload(ARGV[1], v, cnt, KEYS[kbOf(n, m) + 1], ek)
+end
 local prev = redis.call('GET', KEYS[4])
 if prev then
   redis.call('SET', KEYS[4], prev, 'KEEPTTL')
   local c, f, x, v, l = string.match(prev, '^(%d+)|([01au]*)|([^|]*)|(%d*)|([^|]*)$')
-  return {tonumber(c), f, -1, x, tonumber(v) or 0, l}
+  local late = ''
+  local ver = redis.call('GET', KEYS[2])
+  if deferred and ver and (tonumber(v) or 0) > 0 then
+    late = payload(ver, tonumber(redis.call('GET', KEYS[1])) or 0)
+  end
+  return {tonumber(c), f, -1, x, tonumber(v) or 0, l, late}
 end
 local t = redis.call('TIME')
 local deadline = tonumber(ARGV[4])
 if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then
   return redis.error_reply('DEADLINE like batch past its deadline, nothing changed')
 end
-local ops = ARGV[3]
-local n = #ops
-local m = tonumber(ARGV[6])
 local guess = tonumber(ARGV[5])
 local index = ARGV[7 + m + n] == '1'
-local kb = 7 + n + m
-if index then kb = kb + n end
-local r = tonumber(ARGV[8 + m + n])
+local kb = kbOf(n, m)
 local cur = tonumber(redis.call('GET', KEYS[5])) or 0
 if n > 0 and cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
-local la = 10 + m + n + r
-local q = tonumber(ARGV[la]) or 0
 local lnow = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local tat, every, burst, spent, limited = {}, {}, {}, {}, {}
 if q > 0 then
@@ -252,6 +268,7 @@ local function place()
   return top
 end
 local ver, created
+local late = ''
 local function version()
   if not ver then
     local was = redis.call('GET', KEYS[2])
@@ -279,7 +296,7 @@ local function react()
   end
 end
 local function timeline()
-  local lt = la + 2 * q + 3
+  local lt = la + 2 * q + 4
   local th = tonumber(ARGV[lt])
   if not th then return end
   local sec = tonumber(t[1]) - th
@@ -328,17 +345,8 @@ local function finish()
   reply[4] = x
   reply[5] = ver or 0
   reply[6] = l
+  reply[7] = late
   return reply
-end
-local function payload(v)
-  local p = '{"post_id":"' .. ARGV[1] .. '","count":' .. string.format('%d', count) .. ',"ts":' .. v
-  local h = redis.call('HGETALL', KEYS[kb + 1])
-  if #h == 0 then return p .. '}', false end
-  local kinds, byKind = {}, {}
-  for i = 1, #h, 2 do kinds[#kinds + 1] = h[i]; byKind[h[i]] = h[i + 1] end
-  table.sort(kinds)
-  for i, k in ipairs(kinds) do kinds[i] = '"' .. k .. '":' .. byKind[k] end
-  return p .. ',"reactions":{' .. table.concat(kinds, ',') .. '}}', true
 end
 local function store(adds, rems, idxAdd, idxRem)
   local v = string.format('%d', version())
@@ -354,8 +362,8 @@ local function store(adds, rems, idxAdd, idxRem)
   if top ~= cur then redis.call('SET', KEYS[5], string.format('%d', top)) end
   if count ~= reply[1] then redis.call('SET', KEYS[1], string.format('%d', count)) end
   redis.call('SET', KEYS[2], v)
-  local p, reactions = payload(v)
-  redis.call(ARGV[2], KEYS[3], p)
+  local p, reactions = payload(v, count)
+  if deferred then late = p else redis.call(ARGV[2], KEYS[3], p) end
   if count == 0 and not reactions then
     local ttl = tonumber(ARGV[la + 2 * q + 2]) or 0
     if ttl > 0 then

@@ -95,9 +95,9 @@ func TestScriptWireFormat(t *testing.T) {
 		{"reactions re-run", "b4", "", future, nil, false, []reaction{{"a", "clap"}, {"b", "clap"}, {"a", "wow"}},
 			[]any{int64(2), ""}, "1,2,-", "", "3", []string{"b", "c", "d"}, ""},
 		{"a reaction past its deadline", "b7", "", past, nil, false, []reaction{{"e", "clap"}}, nil, "", "DEADLINE ", "3", []string{"b", "c", "d"}, ""},
-		{"likes past their address's burst", "b8", "LLL", future, []string{"e", "f", "g"}, true, nil, []any{int64(3), "11a"}, "", "", "5",
+		{"likes past their address's burst", "b8", "LLL", future, []string{"e", "f", "g"}, true, nil, []any{int64(3), "11a", ""}, "", "", "5",
 			[]string{"b", "c", "d", "e", "f"}, `{"post_id":"p","count":5,"ts":V,"reactions":{"boo":1,"clap":2}}`},
-		{"the same batch again", "b8", "LLL", future, []string{"e", "f", "g"}, true, nil, []any{int64(3), "11a"}, "", "", "5",
+		{"the same batch again", "b8", "LLL", future, []string{"e", "f", "g"}, true, nil, []any{int64(3), "11a", ""}, "", "", "5",
 			[]string{"b", "c", "d", "e", "f"}, ""},
 		{"an unlike refused by its address's bucket", "b9", "U", future, []string{"e"}, true, nil, []any{int64(5), "a"}, "", "", "5",
 			[]string{"b", "c", "d", "e", "f"}, ""},
@@ -107,8 +107,8 @@ func TestScriptWireFormat(t *testing.T) {
 		switch {
 		case st.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), st.wantErr)):
 			t.Errorf("%s: got %v, %v; want an error reply %q...", st.name, got, err, st.wantErr)
-		case st.wantErr == "" && (err != nil || len(got) != 6 || got[0] != st.want[0] || got[1] != st.want[1]):
-			t.Errorf("%s: got %#v, %v; want %#v and a chunk, reactions, a version and buckets", st.name, got, err, st.want)
+		case st.wantErr == "" && (err != nil || len(got) != 7 || got[0] != st.want[0] || got[1] != st.want[1] || got[6] != ""):
+			t.Errorf("%s: got %#v, %v; want %#v and a chunk, reactions, a version, buckets and no state (published)", st.name, got, err, st.want)
 		case st.wantErr == "":
 			if rx, _ := got[3].(string); !strings.HasPrefix(rx, st.wantRx) || (!strings.HasSuffix(st.wantRx, "-") && rx != st.wantRx) {
 				t.Errorf("%s: reactions %q; want %q", st.name, rx, st.wantRx)
@@ -216,25 +216,26 @@ func TestResultsRejectsMalformedReply(t *testing.T) {
 		{"nil", nil, 0, nil},
 		{"empty", []any{}, 0, nil},
 		{"count only", []any{int64(3)}, 0, nil},
-		{"no reactions", []any{int64(3), "11", int64(2)}, 0, nil},
-		{"no version", []any{int64(3), "11", int64(2), ""}, 0, nil},
+		{"no reactions", []any{int64(3), "11", int64(2), ""}, 0, nil},
+		{"no version", []any{int64(3), "11", int64(2), "", ""}, 0, nil},
 		{"no buckets", []any{int64(3), "11", int64(2), "", v}, 0, nil},
-		{"chunk not an integer", []any{int64(3), "11", "x", "", v, ""}, 0, nil},
-		{"seven values", []any{int64(3), "11", int64(0), "", v, "", v}, 0, nil},
-		{"count not an integer", []any{"3", "11", int64(0), "", v, ""}, 0, nil},
-		{"flags not a string", []any{int64(3), int64(11), int64(0), "", v, ""}, 0, nil},
-		{"too few flags", []any{int64(3), "1", int64(0), "", v, ""}, 0, nil},
-		{"too many flags", []any{int64(3), "111", int64(0), "", v, ""}, 0, nil},
-		{"version not an integer", []any{int64(3), "11", int64(0), "", "17", ""}, 0, nil},
-		{"reactions not a string", []any{int64(3), "11", int64(0), int64(1), v, ""}, 1, nil},
-		{"reactions for none", []any{int64(3), "11", int64(0), "4", v, ""}, 0, nil},
-		{"too few reactions", []any{int64(3), "11", int64(0), "4", v, ""}, 2, nil},
-		{"a reaction not a number", []any{int64(3), "11", int64(0), "4,x", v, ""}, 2, nil},
-		{"buckets not a string", []any{int64(3), "11", int64(0), "", v, int64(0)}, 0, gates},
-		{"buckets for none", []any{int64(3), "11", int64(0), "", v, "0"}, 0, nil},
-		{"too few buckets", []any{int64(3), "11", int64(0), "", v, "0"}, 0, gates},
-		{"a bucket not a number", []any{int64(3), "11", int64(0), "", v, "0,x"}, 0, gates},
-		{"a negative wait", []any{int64(3), "11", int64(0), "", v, "0,-5"}, 0, gates},
+		{"no state", []any{int64(3), "11", int64(2), "", v, ""}, 0, nil},
+		{"chunk not an integer", []any{int64(3), "11", "x", "", v, "", ""}, 0, nil},
+		{"eight values", []any{int64(3), "11", int64(0), "", v, "", "", v}, 0, nil},
+		{"count not an integer", []any{"3", "11", int64(0), "", v, "", ""}, 0, nil},
+		{"flags not a string", []any{int64(3), int64(11), int64(0), "", v, "", ""}, 0, nil},
+		{"too few flags", []any{int64(3), "1", int64(0), "", v, "", ""}, 0, nil},
+		{"too many flags", []any{int64(3), "111", int64(0), "", v, "", ""}, 0, nil},
+		{"version not an integer", []any{int64(3), "11", int64(0), "", "17", "", ""}, 0, nil},
+		{"reactions not a string", []any{int64(3), "11", int64(0), int64(1), v, "", ""}, 1, nil},
+		{"reactions for none", []any{int64(3), "11", int64(0), "4", v, "", ""}, 0, nil},
+		{"too few reactions", []any{int64(3), "11", int64(0), "4", v, "", ""}, 2, nil},
+		{"a reaction not a number", []any{int64(3), "11", int64(0), "4,x", v, "", ""}, 2, nil},
+		{"buckets not a string", []any{int64(3), "11", int64(0), "", v, int64(0), ""}, 0, gates},
+		{"buckets for none", []any{int64(3), "11", int64(0), "", v, "0", ""}, 0, nil},
+		{"too few buckets", []any{int64(3), "11", int64(0), "", v, "0", ""}, 0, gates},
+		{"a bucket not a number", []any{int64(3), "11", int64(0), "", v, "0,x", ""}, 0, gates},
+		{"a negative wait", []any{int64(3), "11", int64(0), "", v, "0,-5", ""}, 0, gates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,18 +244,18 @@ func TestResultsRejectsMalformedReply(t *testing.T) {
 			}
 		})
 	}
-	res, rx, cur, err := store.Results([]any{int64(3), "11", int64(2), "7,-1501", v, ""}, two, 2, nil)
+	res, rx, cur, err := store.Results([]any{int64(3), "11", int64(2), "7,-1501", v, "", ""}, two, 2, nil)
 	if err != nil || res[0] != (store.Result{Count: 4, Changed: true}) || res[1] != (store.Result{Count: 3, Changed: true}) || cur != 2 {
 		t.Errorf("well-formed reply: %+v, chunk %d, %v; want counts 4 then 3, chunk 2", res, cur, err)
 	}
 	if want := []store.Result{{Count: 7, Changed: true, Version: v}, {RetryAfter: 1500 * time.Millisecond, Version: v}}; !slices.Equal(rx, want) {
 		t.Errorf("well-formed reply's reactions: %+v; want %+v", rx, want)
 	}
-	if _, _, cur, err := store.Results([]any{int64(3), "11", int64(-1), "", v, ""}, two, 0, nil); err != nil || cur != -1 {
+	if _, _, cur, err := store.Results([]any{int64(3), "11", int64(-1), "", v, "", ""}, two, 0, nil); err != nil || cur != -1 {
 		t.Errorf("a re-run's reply: chunk %d, %v; want -1 (none)", cur, err)
 	}
 	// a liked; b's unlike refused by the address's bucket, empty for 2 ms after a's token.
-	res, _, _, err = store.Results([]any{int64(3), "1a", int64(0), "", v, "2000,0"}, two, 0, gates)
+	res, _, _, err = store.Results([]any{int64(3), "1a", int64(0), "", v, "2000,0", ""}, two, 0, gates)
 	wantA := store.Result{Count: 4, Changed: true, Waits: [2]time.Duration{2 * time.Millisecond, 0}}
 	wantB := store.Result{Count: 4, Limited: 1, RetryAfter: 2 * time.Millisecond, Waits: [2]time.Duration{2 * time.Millisecond, 0}}
 	if err != nil || res[0] != wantA || res[1] != wantB {

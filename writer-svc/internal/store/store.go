@@ -80,6 +80,8 @@ type Store struct {
 	emptyTTL int64
 	// barriers share the read barriers of concurrent reads (ConfirmRead); Close stops them.
 	barriers *barriers
+	// late publishes the states of batches their replicas confirmed too late (late.go).
+	late *late
 }
 
 // Options tune a Store.
@@ -140,7 +142,7 @@ func New(rdb redis.UniversalClient, keys rediskeys.Scheme, o Options) *Store {
 	return &Store{rdb: rdb, keys: keys, publish: publish, cluster: o.Cluster, acks: o.AckReplicas, ackFn: o.Acks, grace: o.IndexGrace,
 		every: o.ReactionInterval, offset: o.ClockOffset, keep: int64(o.TimelineRetention / time.Second),
 		emptyTTL: o.EmptyPostTTL.Milliseconds(),
-		barriers: newBarriers(max(o.ReadBarrierGap, 0))}
+		barriers: newBarriers(max(o.ReadBarrierGap, 0)), late: newLate()}
 }
 
 // Load puts the script in Redis' script cache, so requests run it with EVALSHA. After a Redis

@@ -2,11 +2,13 @@ package userlikes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/likes/likes/pkg/epoch"
 	"github.com/likes/likes/pkg/rediskeys"
 )
 
@@ -15,7 +17,10 @@ type PostState struct {
 	PostID  string
 	Count   int64 // 0 for a post never liked
 	Version int64 // the post's version (the ts of its updates); 0 for a post never liked
-	Liked   bool  // whether the reading user likes it; false when no user was given
+	// Epoch is the epoch of the primary the read saw (package epoch; 0 on a Cluster), as the
+	// post's updates carry it: with Version, it orders the read among them across failovers.
+	Epoch int64
+	Liked bool // whether the reading user likes it; false when no user was given
 	// Reactions is the post's count of each reaction kind it has had, empty (not nil) for none.
 	Reactions map[string]int64
 }
@@ -39,11 +44,16 @@ func (rd *Reader) MaxPosts() int { return rd.maxPosts }
 // Read returns the state of each post, in order, with Liked filled for user (none when user is
 // empty). It sends one MGET and one HGETALL (the reactions) per post, all in one pipeline: a post's keys share its hash slot, so
 // each MGET is single-slot, and on a Cluster go-redis groups the pipeline by the node that owns
-// each slot. The whole read is one round trip per node, however many posts it names.
+// each slot. The whole read is one round trip per node, however many posts it names. On one
+// Redis the pipeline also reads the epoch (an INFO and a GET: package epoch).
 func (rd *Reader) Read(ctx context.Context, posts []string, user string) ([]PostState, error) {
 	cmds := make([]*redis.SliceCmd, len(posts))
 	rx := make([]*redis.MapStringStringCmd, len(posts))
+	var ep func() (int64, error)
 	_, err := rd.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if _, cluster := rd.rdb.(*redis.ClusterClient); !cluster {
+			ep = epoch.Queue(ctx, p, rd.keys.Epoch())
+		}
 		for i, post := range posts {
 			keys := []string{rd.keys.Count(post), rd.keys.Version(post)}
 			if user != "" {
@@ -54,8 +64,14 @@ func (rd *Reader) Read(ctx context.Context, posts []string, user string) ([]Post
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) { // Nil: the epoch's GET of a Redis no change reached
 		return nil, fmt.Errorf("read posts: %w", err)
+	}
+	var e int64
+	if ep != nil {
+		if e, err = ep(); err != nil {
+			return nil, fmt.Errorf("read posts: %w", err)
+		}
 	}
 	out := make([]PostState, len(posts))
 	for i, cmd := range cmds {
@@ -63,6 +79,7 @@ func (rd *Reader) Read(ctx context.Context, posts []string, user string) ([]Post
 		if err != nil {
 			return nil, err
 		}
+		st.Epoch = e
 		if st.Reactions, err = decodeReactions(posts[i], rx[i].Val()); err != nil {
 			return nil, err
 		}

@@ -285,8 +285,8 @@ export class Likes extends EventTarget {
   #add(ids) {
     for (const id of ids) {
       this.#posts.set(id, {
-        id, count: null, ts: 0, watching: null, watchTS: 0, liked: false, pending: null, seen: 0, changes: 0,
-        reactions: {}, rts: 0, rknown: false, rseen: 0, reactUntil: 0,
+        id, count: null, ts: 0, epoch: 0, watching: null, watchTS: 0, liked: false, pending: null, seen: 0, changes: 0,
+        reactions: {}, rts: 0, repoch: 0, rknown: false, rseen: 0, reactUntil: 0,
       });
     }
     const max = this.#opts.postsPerStream;
@@ -354,8 +354,8 @@ export class Likes extends EventTarget {
       for (const r of (body && Array.isArray(body.posts)) ? body.posts : []) {
         const p = this.#posts.get(String(r.post_id));
         if (!p) continue;
-        this.#applyCount(p, r.count, r.ts);
-        const deltas = this.#applyReactions(p, r.reactions, r.ts);
+        this.#applyCount(p, r.count, r.ts, r.epoch);
+        const deltas = this.#applyReactions(p, r.reactions, r.ts, r.epoch);
         // A like sent after this read started knows better than the read does.
         if (path === "/likes" && !p.pending && p.changes === marks.get(p.id)) p.liked = r.liked === true;
         this.#emit(p, deltas);
@@ -375,9 +375,9 @@ export class Likes extends EventTarget {
     const p = u && this.#posts.get(String(u.post_id));
     if (!p) return;
     if (type === "count") {
-      if (this.#applyCount(p, u.count, u.ts)) this.#emit(p);
+      if (this.#applyCount(p, u.count, u.ts, u.epoch)) this.#emit(p);
     } else if (type === "reactions") {
-      const deltas = this.#applyReactions(p, u.counts, u.ts);
+      const deltas = this.#applyReactions(p, u.counts, u.ts, u.epoch);
       if (deltas) this.#emit(p, deltas);
     } else if (type === "watching" && Number.isFinite(u.watching) && u.watching >= 0) {
       // ts is the start of the interval the number was counted in, the same on every node: a
@@ -411,12 +411,18 @@ export class Likes extends EventTarget {
   };
 
   // #applyCount takes a count from the stream or a read if it is newer than what the post shows:
-  // ts is the post's version, strictly increasing, so an older answer can never win.
-  #applyCount(p, count, ts) {
+  // states are ordered by epoch, then ts (the post's version, strictly increasing within an
+  // epoch), so an older answer can never win. The epoch rises when the writer's Redis fails over:
+  // the new primary's state replaces what the post shows even if its ts is lower, because the
+  // failover discarded the changes behind the higher one. That is the one case where a count goes
+  // down without an unlike: back to what the new primary holds.
+  #applyCount(p, count, ts, epoch) {
     if (!Number.isFinite(count)) return false;
     ts = Number.isFinite(ts) ? ts : 0;
-    if (p.count !== null && ts <= p.ts) return false;
+    epoch = Number.isFinite(epoch) ? epoch : 0;
+    if (p.count !== null && !newer(epoch, ts, p.epoch, p.ts)) return false;
     p.ts = ts;
+    p.epoch = epoch;
     p.seen++;
     if (p.count === count) return false;
     p.count = count;
@@ -428,11 +434,12 @@ export class Likes extends EventTarget {
   // {} for the first state known (it tells what was there, not what just happened), null when
   // the state is not newer. The deltas are against what the page shows, the user's own optimistic
   // reaction included, so that one floats once.
-  #applyReactions(p, counts, ts) {
+  #applyReactions(p, counts, ts, epoch) {
     const next = reactionCounts(counts);
     if (!next) return null;
     ts = Number.isFinite(ts) ? ts : 0;
-    if (p.rknown && ts <= p.rts) return null;
+    epoch = Number.isFinite(epoch) ? epoch : 0;
+    if (p.rknown && !newer(epoch, ts, p.repoch, p.rts)) return null;
     const deltas = {};
     if (p.rknown) {
       for (const [kind, n] of Object.entries(next)) {
@@ -442,6 +449,7 @@ export class Likes extends EventTarget {
     }
     p.reactions = next;
     p.rts = ts;
+    p.repoch = epoch;
     p.rknown = true;
     p.rseen++;
     return deltas;
@@ -528,6 +536,12 @@ export class Likes extends EventTarget {
   #emitState() {
     this.dispatchEvent(new CustomEvent("state", { detail: { state: this.state, connects: this.connects } }));
   }
+}
+
+// newer reports whether the state (epoch, ts) supersedes (oldEpoch, oldTS): a later epoch, or a
+// later ts within one (see #applyCount).
+function newer(epoch, ts, oldEpoch, oldTS) {
+  return epoch > oldEpoch || (epoch === oldEpoch && ts > oldTS);
 }
 
 // reactionCounts checks a reactions object from the writer or the stream: {kind: count} with

@@ -35,6 +35,24 @@ test("counts are ordered by ts: an older frame or read never replaces a newer on
   assert.equal(likes.post("42").count, 6, "an older read does not win over the stream");
 });
 
+test("a failover's epoch orders after every ts before it: the new primary's lower count is shown", async () => {
+  const likes = start({ posts: ["42"] });
+  const [s] = await net.until(() => net.open().length === 1 && net.open(), "a stream");
+  s.write(frame("42", 5, T + 5));
+  await nextUpdate(likes, "42", (p) => p.count === 5);
+  // The failover discarded the like behind count 5: the new primary holds 4 at an older ts.
+  s.write(`id: ${2 ** 52 + T + 4}\nevent: count\ndata: {"post_id":"42","count":4,"ts":${T + 4},"epoch":1}\n\n`);
+  const p = await nextUpdate(likes, "42");
+  assert.equal(p.count, 4, "epoch 1 replaces epoch 0 whatever their ts");
+  s.write(frame("42", 6, T + 6)); // a late frame of epoch 0
+  net.reply("GET", "/counts", 200, { posts: [{ post_id: "42", count: 7, ts: T + 7, reactions: {} }] });
+  await likes.refresh();
+  assert.equal(likes.post("42").count, 4, "nothing of epoch 0 wins over epoch 1, stream or read");
+  net.reply("GET", "/counts", 200, { posts: [{ post_id: "42", count: 5, ts: T + 5, epoch: 1, reactions: {} }] });
+  await likes.refresh();
+  assert.equal(likes.post("42").count, 5, "and epoch 1 goes on by ts");
+});
+
 test("reactions: the first state gives no delta, a newer one gives the growth, an older one nothing", async () => {
   const likes = start({ posts: ["42"] });
   const [s] = await net.until(() => net.open().length === 1 && net.open(), "a stream");

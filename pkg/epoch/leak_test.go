@@ -1,0 +1,12 @@
+package epoch_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any of them leaves a goroutine running.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
