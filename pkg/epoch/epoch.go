@@ -26,6 +26,7 @@ package epoch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func Queue(ctx context.Context, p redis.Pipeliner, key string) func() (int64, er
 			return 0, fmt.Errorf("epoch: info: %w", err)
 		}
 		v, err := stored.Result()
-		if err != nil && err != redis.Nil {
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return 0, fmt.Errorf("epoch: %w", err)
 		}
 		return Of(ReplID(text), v), nil

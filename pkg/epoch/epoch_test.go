@@ -2,6 +2,7 @@ package epoch_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -23,7 +24,7 @@ func read(t *testing.T, c *redis.Client) int64 {
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = epoch.Queue(ctx, p, key)
 		return nil
-	}); err != nil && err != redis.Nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
 	e, err := get()
