@@ -46,11 +46,14 @@ const LikersChunk = 128
 //	ARGV[a+2q+1] the changes' buckets as runs, space-separated triples "c a u": the next c changes'
 //	  address's and user's bucket numbers (0: none)
 //	ARGV[a+2q+2] the empty post's expiry in milliseconds (0 or absent: never)
-//	ARGV[t] the timeline's minute, its start in unix seconds, t = a+2q+3 (absent: no timeline)
+//	ARGV[a+2q+3] the mode: E when KEYS[#KEYS], the call's last key, is the epoch key (one Redis),
+//	  D when the state is to be returned for the store to publish after WAIT, not published here
+//	ARGV[t] the timeline's minute, its start in unix seconds, t = a+2q+4 (absent: no timeline)
 //	ARGV[t+1] when the minute's timeline expires, unix seconds   ARGV[t+2] z   ARGV[t+2+i] kind i
 //
 // It returns {count before the batch, one byte per change, current chunk number, reactions,
-// version, buckets} (the version the batch published, 0 when it changed nothing):
+// version, buckets, state} (the version the batch published, 0 when it changed nothing; the
+// state, with mode D, the payload it did not publish, else ""):
 // '1' if change i liked a post not liked or unliked a post liked, '0' if it changed nothing,
 // 'a' or 'u' if its address's or its user's bucket refused it (it then changed nothing);
 // reactions is a comma-separated number per reaction, the kind's count after it when it counted,
@@ -130,7 +133,8 @@ const LikersChunk = 128
 // chunk number and one LLEN of its chunk, one MGET, one GET of the count, at most one MSET, one
 // DEL, one RPUSH per chunk written and one LREM per unliking user, one SET of the count, one
 // SET of the batch key, and, if anything changed, one version bump, one HGETALL of the reaction
-// counts and one publish of the final state (and, the first time, one of the post's creation), and
+// counts, with mode E one INFO replication and one GET of the epoch key, and one publish of the
+// final state (returned instead with mode D) (and, the first time, one of the post's creation), and
 // then three PEXPIREs if it leaves the post empty or two PERSISTs if it found the count 0 and
 // leaves a like or a reaction (Empty posts, above); on one Redis, one ZADD or ZREM per changed user's
 // index besides; per reaction, one SET of its gate and one HINCRBY (or a PTTL when refused); with
@@ -141,6 +145,15 @@ const LikersChunk = 128
 // as a key, not an argument, so that Redis Cluster checks it hashes to the same slot as the post's
 // keys (they share the {post} hash tag) and sharded pub/sub publishes it from the shard that
 // stores the post.
+//
+// Publishing after the replicas (mode D): with REDIS_ACK_REPLICAS the script publishes nothing and
+// returns the payload; the store publishes it once WAIT confirmed the batch (ack.go), so that
+// viewers are shown only states the replicas have. A re-run (the batch key found) returns the
+// post's current state then, which the WAIT after it covers too.
+//
+// Epoch (mode E): the payload carries the epoch of the primary the script runs on (package
+// epoch: an INFO replication and a GET of the epoch key, a SET when the primary changed), once it
+// is not 0. On a Cluster no script can reach the epoch key with a post's keys: no epoch there.
 //
 // Creation: the batch that gives a post its first version (the version key was absent) also
 // announces the post on the channel of creations (rediskeys.Created: the post's channel, KEYS[3],
@@ -162,13 +175,12 @@ const LikersChunk = 128
 // are exact. An unlike never takes the count below 0 (a count out of step with the dedup keys
 // heals instead of going negative).
 var changeScript = redis.NewScript(ratelimit.LuaGCRA + epoch.Lua + luaPayload + `
-local function kbOf(n, m)
-  if ARGV[7 + m + n] == '1' then return 7 + n + m + n end
-  return 7 + n + m
-end
 local ops = ARGV[3]
 local n = #ops
 local m = tonumber(ARGV[6])
+local index = ARGV[7 + m + n] == '1'
+local kb = 7 + n + m
+if index then kb = kb + n end
 local r = tonumber(ARGV[8 + m + n])
 local la = 10 + m + n + r
 local q = tonumber(ARGV[la]) or 0
@@ -177,7 +189,7 @@ local withEpoch, deferred = string.find(mode, 'E', 1, true) ~= nil, string.find(
 local function payload(v, cnt)
   local ek = false
   if withEpoch then ek = KEYS[#KEYS] end
-  return statePayload(ARGV[1], v, cnt, KEYS[kbOf(n, m) + 1], ek)
+  return statePayload(ARGV[1], v, cnt, KEYS[kb + 1], ek)
 end
 local prev = redis.call('GET', KEYS[4])
 if prev then
@@ -196,8 +208,6 @@ if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then
   return redis.error_reply('DEADLINE like batch past its deadline, nothing changed')
 end
 local guess = tonumber(ARGV[5])
-local index = ARGV[7 + m + n] == '1'
-local kb = kbOf(n, m)
 local cur = tonumber(redis.call('GET', KEYS[5])) or 0
 if n > 0 and cur ~= guess and cur ~= guess + 1 then return {-1, cur} end
 local lnow = tonumber(t[1]) * 1000000 + tonumber(t[2])
