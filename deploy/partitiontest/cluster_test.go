@@ -47,6 +47,7 @@ type cluster struct {
 	data      [3]*netnstest.Host // redis-0 starts as the primary
 	sentinels [3]*netnstest.Host
 	writer    *netnstest.Host
+	fanouts   [2]*netnstest.Host // fanout-svc nodes, their viewers the test's (viewers_test.go)
 	client    likehistory.Client
 	dir       string
 	procs     map[*netnstest.Host]*proc // the one process of each host
@@ -54,28 +55,38 @@ type cluster struct {
 
 var (
 	buildMu sync.Mutex
-	built   = map[string]error{} // dir -> the build's outcome
+	built   = map[string]error{} // binary -> the build's outcome
 )
 
 // buildWriter builds writer-svc once per dir, into dir: a test passes a directory of its own
 // (t.TempDir), which goes when that test ends, and its subtests share the binary.
-func buildWriter(dir string) (string, error) {
+func buildWriter(dir string) (string, error) { return build(dir, "writer-svc") }
+
+// build builds the module's command name once per dir, into dir. LIKES_PARTITION_BIN_DIR, when
+// set, names a directory of binaries built already, used instead: the old writer and fanout of a
+// worktree, to show that a check fails on them.
+func build(dir, name string) (string, error) {
+	if pre := os.Getenv("LIKES_PARTITION_BIN_DIR"); pre != "" {
+		bin := filepath.Join(pre, name)
+		_, err := os.Stat(bin)
+		return bin, err
+	}
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	bin := filepath.Join(dir, "writer-svc")
-	if err, ok := built[dir]; ok {
+	bin := filepath.Join(dir, name)
+	if err, ok := built[bin]; ok {
 		return bin, err
 	}
 	var err error
-	if out, e := exec.Command("go", "build", "-o", bin, "github.com/likes/likes/writer-svc").CombinedOutput(); e != nil {
-		err = fmt.Errorf("go build writer-svc: %w: %s", e, out)
+	if out, e := exec.Command("go", "build", "-o", bin, "github.com/likes/likes/"+name).CombinedOutput(); e != nil {
+		err = fmt.Errorf("go build %s: %w: %s", name, e, out)
 	}
-	built[dir] = err
+	built[bin] = err
 	return bin, err
 }
 
-// startCluster starts the data nodes, the Sentinels and a writer, and waits until the writer
-// acknowledges a like (with a replica's confirmation).
+// startCluster starts the data nodes, the Sentinels, a writer and two fanout nodes, and waits
+// until the writer acknowledges a like (with a replica's confirmation).
 func startCluster(t *testing.T, binDir string) *cluster {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
@@ -127,6 +138,7 @@ func startCluster(t *testing.T, binDir string) *cluster {
 		"LIKE_ADDR_RATE=off", "READ_ADDR_RATE=off", "NEW_POST_RATE=off", "NEW_POST_ADDR_RATE=off",
 	}, bin)
 	c.client = likehistory.Client{URL: "http://" + listen, HTTP: &http.Client{Timeout: writerTimeout + 2*time.Second}}
+	c.startFanouts(binDir, addrs)
 	c.settle()
 	return c
 }

@@ -1,7 +1,8 @@
 // Package partitiontest cuts the network between the processes of the Redis side of likes (a
-// primary, two replicas, three Sentinels) and a writer, each in a network namespace of its own,
-// while clients like, unlike and read through the writer; after each fault heals it checks the
-// recorded history with likehistory: a freeze or a kill of a process cannot show what a
+// primary, two replicas, three Sentinels), a writer and two fanout nodes, each in a network
+// namespace of its own, while clients like, unlike and read through the writer and viewers watch
+// every post on both nodes; after each fault heals it checks the recorded history, the counts the
+// viewers were shown included, with likehistory: a freeze or a kill of a process cannot show what a
 // partitioned primary does, which is to go on answering whoever is still on its side.
 //
 // The nemesis also freezes (SIGSTOP) and kills (SIGKILL, then a restart) any one process, and

@@ -151,3 +151,41 @@ func TestRecorderKeepsEveryClientsOperations(t *testing.T) {
 		}
 	}
 }
+
+// TestShownCountsAreReadsWithinTheDeliveryBound: a count a viewer was shown is explained when the
+// post had it at some moment of the bound before it arrived, and not when it never had it (a
+// refused like shown) or had it only earlier than the bound (a viewer left behind).
+func TestShownCountsAreReadsWithinTheDeliveryBound(t *testing.T) {
+	const bound = 10 * time.Nanosecond
+	shown := func(n, recv int64) Op { return ShownOp(Shown{Client: 100, Post: "p", Count: n, Recv: recv}, bound) }
+	if op := shown(1, 4); op.Call != 0 || op.End != 4 || op.Kind != Count || op.Outcome != OK {
+		t.Errorf("shown before the bound had passed: %+v; want a count read over [0, 4]", op)
+	}
+	for name, tc := range map[string]struct {
+		h  []Op
+		ok bool
+	}{
+		"shown while it was the count": {[]Op{at(0, 0, 1, like("p", "a", OK, true, 1)), shown(1, 3)}, true},
+		"shown a little after the next change": {[]Op{
+			at(0, 0, 1, like("p", "a", OK, true, 1)),
+			at(0, 20, 21, like("p", "b", OK, true, 2)),
+			shown(1, 25), // count 1 until 20: within the bound of 25
+		}, true},
+		"an unknown like shown, later kept": {[]Op{
+			at(0, 0, 1, like("p", "a", Unknown, false, 0)), shown(1, 5), at(1, 30, 31, count("p", 1)),
+		}, true},
+		"a refused like shown": {[]Op{at(0, 0, 1, like("p", "a", Fail, false, 0)), shown(1, 5)}, false},
+		"an unknown like shown, then lost": {[]Op{
+			at(0, 0, 1, like("p", "a", Unknown, false, 0)), shown(1, 5), at(1, 30, 31, count("p", 0)),
+		}, false},
+		"shown a count older than the bound": {[]Op{
+			at(0, 0, 1, like("p", "a", OK, true, 1)),
+			at(0, 20, 21, like("p", "b", OK, true, 2)),
+			shown(1, 40), // count 1 ended by 21, more than 10 before 40
+		}, false},
+	} {
+		if r := Check(tc.h, 10*time.Second); r.OK != tc.ok {
+			t.Errorf("%s: check OK = %v (%s); want %v", name, r.OK, r.Why, tc.ok)
+		}
+	}
+}
