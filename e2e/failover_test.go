@@ -30,7 +30,7 @@ const (
 	failoverPerClient = 1000
 	failoverViewers   = 3
 	// failoverRecovery bounds the time from the fault to the first acknowledged like sent after
-	// it: Sentinel notices in 1 s (redistest's down-after-milliseconds) and promotes a replica.
+	// it: Sentinel notices in 1.5 s (redistest's down-after-milliseconds, as shipped) and promotes a replica.
 	failoverRecovery = 10 * time.Second
 )
 

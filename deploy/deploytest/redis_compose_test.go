@@ -224,9 +224,12 @@ func checkSentinelSettings(t *testing.T, sentinels int, quorum, downAfter, failo
 	down, err1 := strconv.Atoi(downAfter)
 	failover, err2 := strconv.Atoi(failoverTimeout)
 	// A failed failover is retried twice the failover timeout after it began, then takes about
-	// 2 s to promote and reconfigure: noticing plus a retry must fit well within the 10 s.
-	if err1 != nil || err2 != nil || down < 500 || down > 2000 || failover < 2*down || down+2*failover > 6000 {
-		t.Errorf("SENTINEL_DOWN_AFTER_MS %q, SENTINEL_FAILOVER_TIMEOUT_MS %q; want a primary called down within 0.5-2 s and a failover retried well within the 10 s limit", downAfter, failoverTimeout)
+	// 2 s to promote and reconfigure: noticing plus a retry must fit well within the 10 s. A
+	// Sentinel may reach a primary it has just switched to only a second later: called down in
+	// less than 1.5 s, a new primary could be failed over again at once (deploy/partitiontest's
+	// TestSentinelTiming).
+	if err1 != nil || err2 != nil || down < 1500 || down > 2000 || failover < down || down+2*failover > 6000 {
+		t.Errorf("SENTINEL_DOWN_AFTER_MS %q, SENTINEL_FAILOVER_TIMEOUT_MS %q; want a primary called down within 1.5-2 s and a failover retried well within the 10 s limit", downAfter, failoverTimeout)
 	}
 }
 

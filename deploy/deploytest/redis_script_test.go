@@ -131,13 +131,14 @@ func TestRedisScriptReplicaWaitsForPrimary(t *testing.T) {
 
 // TestRedisScriptSentinelConfig: a Sentinel's first start writes its configuration (hostnames
 // resolved and announced, an id derived from its name, the monitored primary and the timing
-// from the environment), which redis-server accepts; a later start keeps the file Sentinel has
-// rewritten since.
+// from the environment, docker-compose.yml's when it has none), which redis-server accepts; a
+// later start keeps the file Sentinel has rewritten since, but for a timing the environment
+// changed.
 func TestRedisScriptSentinelConfig(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "sentinel.conf")
 	env := map[string]string{"SENTINEL_NAME": "sentinel-1", "REDIS_INITIAL_PRIMARY": "127.0.0.1",
 		"REDIS_SENTINEL_ADDRS": "sentinel-1:1," + closedAddrs(t, 2), "REDIS_SENTINEL_MASTER": "likes",
-		"SENTINEL_QUORUM": "2", "SENTINEL_DOWN_AFTER_MS": "1000", "SENTINEL_FAILOVER_TIMEOUT_MS": "3000", "SENTINEL_CONF": conf}
+		"SENTINEL_QUORUM": "2", "SENTINEL_DOWN_AFTER_MS": "1800", "SENTINEL_FAILOVER_TIMEOUT_MS": "3000", "SENTINEL_CONF": conf}
 	run := runRedisScript(t, env, "sentinel")
 	if want := []string{"redis-server", conf, "--sentinel"}; !slices.Equal(run.args, want) {
 		t.Errorf("entrypoint got %q; want %q", run.args, want)
@@ -150,7 +151,7 @@ func TestRedisScriptSentinelConfig(t *testing.T) {
 	for _, want := range []string{
 		"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes", "sentinel announce-ip sentinel-1",
 		"sentinel myid " + hex.EncodeToString(id[:]), "sentinel monitor likes 127.0.0.1 6379 2",
-		"sentinel down-after-milliseconds likes 1000", "sentinel failover-timeout likes 3000",
+		"sentinel down-after-milliseconds likes 1800", "sentinel failover-timeout likes 3000",
 	} {
 		if !slices.Contains(strings.Split(string(raw), "\n"), want) {
 			t.Errorf("sentinel.conf lacks %q:\n%s", want, raw)
@@ -164,6 +165,49 @@ func TestRedisScriptSentinelConfig(t *testing.T) {
 	runRedisScript(t, env, "sentinel")
 	if got, _ := os.ReadFile(conf); !bytes.Equal(got, rewritten) {
 		t.Errorf("a later start rewrote sentinel.conf:\n%s", got)
+	}
+
+	// A file from before a change of the timing (compose keeps a Sentinel's /data when it
+	// recreates the container) takes the environment's at the next start, and keeps the rest.
+	before := strings.Replace(string(rewritten), "down-after-milliseconds likes 1800", "down-after-milliseconds likes 1000", 1)
+	if err := os.WriteFile(conf, []byte(before), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runRedisScript(t, env, "sentinel")
+	raw, err = os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	for _, want := range []string{"sentinel down-after-milliseconds likes 1800", "sentinel failover-timeout likes 3000",
+		"sentinel myid " + hex.EncodeToString(id[:]), "# rewritten by Sentinel"} {
+		if n := strings.Count(string(raw), want+"\n"); n != 1 || !slices.Contains(lines, want) {
+			t.Errorf("after a start on a file with down-after 1000, sentinel.conf has %q %d times; want once:\n%s", want, n, raw)
+		}
+	}
+	if slices.Contains(lines, "sentinel down-after-milliseconds likes 1000") {
+		t.Errorf("a later start kept the old down-after:\n%s", raw)
+	}
+	checkSentinelStarts(t, conf)
+
+	// Without the timing in its environment the script writes docker-compose.yml's, which the
+	// other deployments are held to: a Sentinel started by hand runs as tested.
+	compose := composeRedisOf(t, loadCompose(t)).sentinels[0]
+	env["SENTINEL_CONF"] = filepath.Join(t.TempDir(), "sentinel.conf")
+	delete(env, "SENTINEL_DOWN_AFTER_MS")
+	delete(env, "SENTINEL_FAILOVER_TIMEOUT_MS")
+	runRedisScript(t, env, "sentinel")
+	raw, err = os.ReadFile(env["SENTINEL_CONF"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"sentinel down-after-milliseconds likes " + serviceEnv(compose, "SENTINEL_DOWN_AFTER_MS"),
+		"sentinel failover-timeout likes " + serviceEnv(compose, "SENTINEL_FAILOVER_TIMEOUT_MS"),
+	} {
+		if !slices.Contains(strings.Split(string(raw), "\n"), want) {
+			t.Errorf("with no timing in its environment sentinel.conf lacks %q (docker-compose.yml's):\n%s", want, raw)
+		}
 	}
 }
 

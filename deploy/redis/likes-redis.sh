@@ -19,7 +19,8 @@
 #   REDIS_SENTINEL_ADDRS       every Sentinel, host:port, comma-separated (as the services get it)
 #   REDIS_SENTINEL_MASTER      the name the Sentinels monitor the primary under (mymaster)
 #   SENTINEL_QUORUM            Sentinels that must agree the primary is down (2 of 3)
-#   SENTINEL_DOWN_AFTER_MS     no valid reply for this long: a Sentinel calls a node down (1000)
+#   SENTINEL_DOWN_AFTER_MS     no valid reply for this long: a Sentinel calls a node down (1500;
+#                              not 1000: docker-compose.yml says why)
 #   SENTINEL_FAILOVER_TIMEOUT_MS  how long a failover may take; a failed one is retried after twice this (2000)
 #   SENTINEL_CONF              sentinel: its configuration file (/data/sentinel.conf)
 #   REDIS_PRIMARY_WAIT         node: seconds a replica waits for its primary to answer (10)
@@ -130,7 +131,8 @@ EOF
 # sentinel starts a Sentinel. Sentinel rewrites its configuration file as it learns the topology
 # (the replicas, the other Sentinels, each failover's epoch), so the file lives in a writable
 # directory that outlives a restart of the container and is written only when missing: a
-# restarted Sentinel keeps what it knew. Its id is derived from its name, so a Sentinel whose
+# restarted Sentinel keeps what it knew (but for its timing, which follows the environment:
+# sentinel_timing). Its id is derived from its name, so a Sentinel whose
 # file was lost (a new container or pod) comes back under the id the others know: with a new id
 # they would count it twice, and a failover would need a majority of four.
 sentinel() {
@@ -148,19 +150,35 @@ sentinel announce-hostnames yes
 sentinel announce-ip $SENTINEL_NAME
 sentinel myid $(printf %s "$SENTINEL_NAME" | sha1sum | cut -c1-40)
 sentinel monitor $master $primary ${SENTINEL_QUORUM:-2}
-sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1000}
+sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1500}
 sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-2000}
 sentinel parallel-syncs $master 1
 EOF
 		mv "$conf.new" "$conf"
 		echo "likes-redis: $SENTINEL_NAME monitors $master at $primary" >&2
 	fi
+	sentinel_timing "$conf"
 	unset REDISCLI_AUTH
 	if [ -n "$creds" ]; then
 		sentinel_auth "$conf"
 		exec docker-entrypoint.sh redis-server "$conf" --sentinel --protected-mode yes
 	fi
 	exec docker-entrypoint.sh redis-server "$conf" --sentinel
+}
+
+# sentinel_timing writes the timing of the environment into the Sentinel's file $1 when the file
+# has another, so that a Sentinel whose file outlived a change of it (compose keeps a container's
+# /data when it recreates the container) runs with the one shipped now; a file that has it already
+# is left as Sentinel wrote it.
+sentinel_timing() {
+	down_line="sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1500}"
+	failover_line="sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-2000}"
+	grep -qx "$down_line" "$1" && grep -qx "$failover_line" "$1" && return 0
+	grep -Ev "^sentinel (down-after-milliseconds|failover-timeout) $master " "$1" >"$1.new" || true
+	printf '%s\n%s\n' "$down_line" "$failover_line" >>"$1.new"
+	chmod 600 "$1.new"
+	mv "$1.new" "$1"
+	echo "likes-redis: $SENTINEL_NAME takes down-after ${SENTINEL_DOWN_AFTER_MS:-1500} ms, failover-timeout ${SENTINEL_FAILOVER_TIMEOUT_MS:-2000} ms" >&2
 }
 
 # sentinel_auth writes the credentials into the Sentinel's file $1 at every start, in place of
