@@ -29,7 +29,7 @@ func TestHostileClients(t *testing.T) {
 		Router:      router.handler,
 		Valid:       map[string]string{"/counts": "/counts?posts=1,2", "/likes": "/likes?posts=1,2", "/react/{postID}/{kind}": "/react/1/heart"},
 		Headers:     []string{"X-User-ID: hostile-attacker"},
-		Stored:      func(t *testing.T) int64 { return w.dataKeys(t) },
+		Stored:      func(t *testing.T) int64 { return w.lastingKeys(t) },
 		After: func(t *testing.T) {
 			likes++
 			if r := w.like(t, "hostile", "u"+itoa(likes)); r.Status != http.StatusOK {
